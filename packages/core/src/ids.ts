@@ -1,0 +1,101 @@
+/**
+ * Public IDs: `<prefix>_<body>` (§2.2 and open-points). The body is a fixed-width base62
+ * encoding of a positive integer in [1, 2^53 - 1]. The alphabet is in ASCII order, so the
+ * bodies of one prefix sort as their integers do; the integer leads with the creation time in
+ * milliseconds, so sorting by `id` is sorting by creation.
+ */
+import { Option } from "effect"
+
+export const idPrefixes = {
+  // §2.2
+  product: "prd",
+  module: "mod",
+  lesson: "les",
+  exam: "exm",
+  exam_question: "exq",
+  question: "qst",
+  taxonomy: "tax",
+  taxonomy_term: "ttm",
+  delivery: "dlv",
+  user: "usr",
+  webhook: "whk",
+  webhook_delivery: "whd",
+  webhook_delivery_attempt: "wha",
+  // open-points
+  showcase: "shw",
+  banner: "bnr",
+  tag: "tag",
+  custom_field: "cfd",
+  administrator: "adm",
+  enrollment: "enr",
+  ticket: "tkt",
+  comment: "cmt",
+  department: "dpt",
+  faq: "faq",
+  gateway: "gtw",
+  sales_event: "sev",
+  credential: "crd",
+  operation: "op",
+  operation_item: "opi",
+  event: "evt",
+  event_stream: "evs",
+  file: "fil",
+  upload: "upl",
+  request: "req",
+  audit_entry: "aud",
+  legal_term: "lgt",
+  term_acceptance: "tac",
+  domain: "dom",
+  replica: "rpl",
+  plan: "pln",
+  // ours, following the same rule
+  account: "acc",
+  sandbox_reset: "rst"
+} as const
+
+export type IdKind = keyof typeof idPrefixes
+
+const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+export const ID_BODY_LENGTH = 9
+export const ID_MAX = Number.MAX_SAFE_INTEGER // 2^53 - 1
+const bodyPattern = /^[0-9A-Za-z]{9}$/
+
+export const encodeIdBody = (n: number): string => {
+  let out = ""
+  let rest = n
+  for (let i = 0; i < ID_BODY_LENGTH; i++) {
+    out = alphabet[rest % 62] + out
+    rest = Math.floor(rest / 62)
+  }
+  return out
+}
+
+export const formatId = (kind: IdKind, n: number): string => `${idPrefixes[kind]}_${encodeIdBody(n)}`
+
+/** The integer behind a public ID of this kind, if the ID is well formed and in range. */
+export const parseId = (kind: IdKind, id: string): Option.Option<number> => {
+  const prefix = idPrefixes[kind] + "_"
+  if (!id.startsWith(prefix)) return Option.none()
+  const body = id.slice(prefix.length)
+  if (!bodyPattern.test(body)) return Option.none()
+  let n = 0
+  for (const ch of body) n = n * 62 + alphabet.indexOf(ch)
+  return n >= 1 && n <= ID_MAX ? Option.some(n) : Option.none()
+}
+
+export const isId = (kind: IdKind, id: string): boolean => Option.isSome(parseId(kind, id))
+
+/** Milliseconds since 2020-01-01T00:00:00Z lead the integer; 12 low bits order IDs made in one ms. */
+export const ID_EPOCH_MS = Date.UTC(2020, 0, 1)
+export const ID_SEQUENCE_BITS = 12
+
+/**
+ * The next integer for an ID: creation time first, then a sequence that keeps IDs made in
+ * the same millisecond in order, started at a random point so that processes sharing a
+ * database rarely meet.
+ */
+export const nextIdNumber = (nowMs: number, last: number, random12: number): number => {
+  const base = Math.max(1, nowMs - ID_EPOCH_MS) * 2 ** ID_SEQUENCE_BITS
+  const candidate = base + (random12 % 2 ** (ID_SEQUENCE_BITS - 1))
+  return Math.min(ID_MAX, candidate > last ? candidate : last + 1)
+}

@@ -1,0 +1,26 @@
+/**
+ * Timestamps (§2.1): RFC 3339; responses in UTC with `Z` and milliseconds; requests accept
+ * any offset.
+ */
+import { Option } from "effect"
+
+const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/
+
+/** The wire form: `2026-11-22T10:00:00.000Z`. */
+export const formatTimestamp = (epochMs: number): string => new Date(epochMs).toISOString()
+
+/** Parse an RFC 3339 date-time with any offset into epoch milliseconds. */
+export const parseTimestamp = (text: string): Option.Option<number> => {
+  const m = rfc3339.exec(text)
+  if (!m) return Option.none()
+  const [, , month, day, hour, minute, second] = m
+  if (Number(month) < 1 || Number(month) > 12 || Number(day) < 1 || Number(day) > 31) return Option.none()
+  if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 60) return Option.none()
+  const ms = Date.parse(text.toUpperCase())
+  return Number.isNaN(ms) ? Option.none() : Option.some(ms)
+}
+
+export const SECOND = 1000
+export const MINUTE = 60 * SECOND
+export const HOUR = 60 * MINUTE
+export const DAY = 24 * HOUR

@@ -1,0 +1,13 @@
+/** The operations of the release, and the HTTP app that serves them. */
+import type { Operation } from "./operation.js"
+import { makeApp } from "./pipeline.js"
+import { credentialOperations } from "./routes/credentials.js"
+import { openApiOperation } from "./openapi.js"
+import { platformOperations } from "./routes/platform.js"
+
+const served: ReadonlyArray<Operation> = [...credentialOperations, ...platformOperations]
+
+/** Every operation of the release, the description itself included. */
+export const operations: ReadonlyArray<Operation> = [...served, openApiOperation(() => operations)]
+
+export const app = makeApp(operations)

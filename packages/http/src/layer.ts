@@ -1,0 +1,54 @@
+/**
+ * Everything the app runs on, assembled from a store layer in one call.
+ */
+import { AccessTokens, Crypto, Ids, RateLimitConfig, Records, type Tenant } from "@syllabus/core"
+import { Effect, Layer, Redacted } from "effect"
+import { type CryptoKeys, makeNodeCrypto } from "./node-crypto.js"
+import { type AppServices, ServerSettings, type ServerSettingsShape, type StoreServices } from "./services.js"
+import { randomBytes } from "node:crypto"
+
+export interface SyllabusOptions<E = never> {
+  /** The record store: `MemoryStore` from `@syllabus/memory`, or `pgLayer(url)` from `@syllabus/pg`. */
+  readonly store: Layer.Layer<StoreServices, E>
+  /** Keys for secret hashes and cursor signatures. Absent: read from the store, made on first start. */
+  readonly keys?: CryptoKeys
+  /** The rate limiter of §8.1: on (default) or off for benchmarks and load tests. */
+  readonly rateLimits?: "on" | "off"
+  readonly settings?: Partial<ServerSettingsShape>
+  /** Checks administrator access tokens (human mode); none by default. */
+  readonly accessTokens?: Layer.Layer<AccessTokens>
+}
+
+const SYSTEM: Tenant = { accountId: "system", environment: "production" }
+const KEYS_TYPE = "server_keys"
+
+/** Keys kept in the store itself, so that every process on one database shares them. */
+const storedKeys = Effect.gen(function* () {
+  const records = yield* Records
+  const existing = yield* records.get(SYSTEM, KEYS_TYPE, "default")
+  const fresh = { secret_key: randomBytes(32).toString("base64url"), cursor_key: randomBytes(32).toString("base64url") }
+  const data =
+    existing?.data ??
+    (yield* records.insert(SYSTEM, KEYS_TYPE, "default", fresh).pipe(
+      Effect.map((r) => r.data),
+      // Another process made them first: use theirs.
+      Effect.catchTag("UniqueViolation", () =>
+        records.get(SYSTEM, KEYS_TYPE, "default").pipe(Effect.map((r) => r?.data ?? fresh))
+      )
+    ))
+  return { secretKey: Redacted.make(String(data.secret_key)), cursorKey: Redacted.make(String(data.cursor_key)) } satisfies CryptoKeys
+})
+
+export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppServices, E | unknown> => {
+  const crypto = options.keys
+    ? Layer.succeed(Crypto, makeNodeCrypto(options.keys))
+    : Layer.effect(Crypto, Effect.map(storedKeys, makeNodeCrypto))
+  const services = Layer.mergeAll(
+    crypto,
+    Ids.live,
+    options.accessTokens ?? AccessTokens.none,
+    options.rateLimits === "off" ? RateLimitConfig.off : RateLimitConfig.contract,
+    ServerSettings.layer(options.settings)
+  )
+  return Layer.provideMerge(services, options.store)
+}

@@ -1,0 +1,74 @@
+/**
+ * An operation of the API, described once: its route, what it needs (capability,
+ * idempotency, `If-Match`), the schemas of its inputs and output, and its handler. The
+ * router, the request pipeline and the OpenAPI description are all derived from this list.
+ */
+import type { ApiError, Caller, ErrorCode, IdKind, IdempotencyRule, Json } from "@syllabus/core"
+import type { Effect, Schema } from "effect"
+import type { AppServices } from "./services.js"
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
+
+/** What a handler answers; the pipeline adds the envelope headers. */
+export interface Reply {
+  readonly status: number
+  /** The JSON body, or `null` for 204. */
+  readonly body: Json | null
+  readonly headers?: Readonly<Record<string, string>>
+  /** The body shows a secret once: the idempotency receipt keeps no copy and never replays it. */
+  readonly showsSecretOnce?: boolean
+}
+
+export interface HandlerInput<Q, B> {
+  readonly path: Readonly<Record<string, string>>
+  readonly query: Q
+  readonly body: B
+  /** The revision named by `If-Match`; `undefined` when absent or `*`. */
+  readonly expectedRevision: number | undefined
+}
+
+/** Schema of a JSON value, for inputs decoded by the pipeline and documented in OpenAPI. */
+export type AnySchema = Schema.Schema.AnyNoContext
+
+export interface Operation<QS extends AnySchema = AnySchema, BS extends AnySchema = AnySchema> {
+  /** Stable operation ID, `<resource>.<action>` (e.g. `credentials.create`). */
+  readonly id: string
+  readonly method: Method
+  /** Path under `/api/v3`, with `{name}` parameters. */
+  readonly path: string
+  readonly summary: string
+  readonly tag: string
+  /**
+   * The capability the caller must hold, or `"authenticated"` for operations any valid
+   * credential may call. There is no default: an operation without it does not compile.
+   */
+  readonly capability: string | "authenticated"
+  /** The path parameter naming the resource a resource-limited policy is checked against. */
+  readonly scopedBy?: string
+  /** Path parameters and the kind of public ID each holds (a malformed one is 404). */
+  readonly params?: Readonly<Record<string, IdKind>>
+  readonly query?: QS
+  readonly body?: BS
+  readonly idempotency: IdempotencyRule
+  /** The resource type named in `If-Match` ETags, when the operation honours `If-Match`. */
+  readonly ifMatch?: string
+  readonly sandboxOnly?: boolean
+  readonly success: {
+    readonly status: number
+    readonly description: string
+    /** The schema of `data` (or of the whole body for collections, see `collection`). */
+    readonly schema?: AnySchema
+    readonly collection?: boolean
+    readonly headers?: ReadonlyArray<string>
+  }
+  /** Error codes this operation can answer besides those every operation can. */
+  readonly errors: ReadonlyArray<ErrorCode>
+  readonly handler: (
+    input: HandlerInput<Schema.Schema.Type<QS>, Schema.Schema.Type<BS>>
+  ) => Effect.Effect<Reply, ApiError, AppServices | Caller>
+}
+
+/** Identity that keeps the schema types of one operation tied to its handler. */
+export const defineOperation = <QS extends AnySchema = AnySchema, BS extends AnySchema = AnySchema>(
+  operation: Operation<QS, BS>
+): Operation => operation as unknown as Operation

@@ -1,0 +1,380 @@
+/**
+ * The request pipeline: every rule of §1, §2.1, §4.1, §4.2, §7 and §8 applied to every
+ * operation, in the order of DESIGN.md ("A request, in order"). Operations only see decoded,
+ * authorized input; every failure becomes one `ApiError`, answered by `errorBody`.
+ */
+import {
+  type ApiError,
+  apiError,
+  admit,
+  authenticate,
+  Caller,
+  type CallerInfo,
+  checkIdempotencyKey,
+  detailsOf,
+  type DetailItem,
+  formatTimestamp,
+  Ids,
+  isId as isPublicIdOf,
+  type Json,
+  logRequest,
+  negotiateLanguage,
+  NOT_REPLAYABLE_HEADER,
+  outcomeOf,
+  type RateDecision,
+  RateLimitConfig,
+  rateLimitHeaders,
+  type RecordedResponse,
+  runIdempotent,
+  strict,
+  UnitOfWork
+} from "@syllabus/core"
+import { HttpServerRequest } from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Clock, Effect, Either, Schema } from "effect"
+import { errorBody } from "./envelope.js"
+import type { Operation, Reply } from "./operation.js"
+import { makeRouter } from "./router.js"
+import { RELEASE, ServerSettings } from "./services.js"
+import { acceptsJson, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
+
+export const API_PREFIX = "/api/v3"
+
+const clientRequestIdPattern = /^[A-Za-z0-9._-]{1,64}$/
+const ifMatchPattern = /^W\/"([a-z_]+):([A-Za-z0-9_]+):(\d{1,15})"$/
+
+/** What the pipeline learns about a request on its way, for the response headers and the log. */
+interface RequestState {
+  readonly requestId: string
+  readonly startedAt: number
+  clientRequestId: string | null
+  caller: CallerInfo | undefined
+  operation: Operation | undefined
+  idempotencyKey: string | null
+  replayed: boolean
+  /** Set once a write has committed: a failing request log must not hide its result. */
+  committed: boolean
+  readonly headers: Record<string, string>
+}
+
+const httpDate = (ms: number): string => new Date(ms).toUTCString()
+
+/** All values of a header, seeing through Node's folding of repeated headers. */
+const headerValues = (request: HttpServerRequest, name: string): ReadonlyArray<string> => {
+  const source = request.source as { rawHeaders?: ReadonlyArray<string> } | undefined
+  if (source && Array.isArray(source.rawHeaders)) {
+    const values: Array<string> = []
+    for (let i = 0; i + 1 < source.rawHeaders.length; i += 2) {
+      if (source.rawHeaders[i]!.toLowerCase() === name) values.push(...source.rawHeaders[i + 1]!.split(","))
+    }
+    return values.map((v) => v.trim()).filter((v) => v !== "")
+  }
+  const value = request.headers[name]
+  return value === undefined ? [] : value.split(",").map((v) => v.trim()).filter((v) => v !== "")
+}
+
+/** Query string → record; `name[]` collects arrays, a repeated plain name is an array too (and fails its schema). */
+const queryRecord = (search: string): Record<string, string | Array<string>> => {
+  const out: Record<string, string | Array<string>> = {}
+  for (const [name, value] of new URLSearchParams(search)) {
+    const existing = out[name]
+    if (name.endsWith("[]")) out[name] = [...((existing as Array<string> | undefined) ?? []), value]
+    else out[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value]
+  }
+  return out
+}
+
+/** Decode with the contract's strictness: unknown names and each problem itemized. */
+const decodeStrict = <A>(
+  schema: Schema.Schema<A, any, never>,
+  input: unknown,
+  location: "field" | "parameter"
+): Either.Either<A, ApiError> => {
+  const result = Schema.decodeUnknownEither(schema)(input, strict)
+  if (Either.isRight(result)) return Either.right(result.right)
+  const details = detailsOf(result.left, location)
+  const unknownCode = location === "field" ? "unknown_field" : "unknown_parameter"
+  const unknown = details.filter((d) => d.code === unknownCode)
+  if (location === "parameter" && unknown.length > 0) return Either.left(apiError("unknown_parameter", { details: unknown }))
+  if (unknown.length === details.length) return Either.left(apiError("unknown_field", { details }))
+  return Either.left(apiError("validation_failed", { details }))
+}
+
+const parseIfMatch = (
+  values: ReadonlyArray<string>,
+  type: string,
+  id: string | undefined
+): Either.Either<number | undefined, ApiError> => {
+  if (values.length === 0) return Either.right(undefined)
+  const joined = values.join(",")
+  if (joined === "*") return Either.right(undefined)
+  const match = ifMatchPattern.exec(joined)
+  if (!match) return Either.left(apiError("if_match_invalid", { details: [{ parameter: "If-Match", code: "if_match_invalid" }] }))
+  if (match[1] !== type || (id !== undefined && match[2] !== id)) return Either.left(apiError("revision_mismatch"))
+  return Either.right(Number(match[3]))
+}
+
+const replyToRecorded = (reply: Reply): RecordedResponse => ({
+  status: reply.status,
+  headers: { ...reply.headers, ...(reply.showsSecretOnce ? { [NOT_REPLAYABLE_HEADER]: "secret" } : {}) },
+  // A shown-once secret is never kept, not even in a receipt.
+  body: reply.showsSecretOnce ? null : reply.body
+})
+
+const isWrite = (method: string) => method !== "GET"
+
+export const makeApp = (operations: ReadonlyArray<Operation>) => {
+  const route = makeRouter(operations)
+
+  /** Steps 2 to 9 of a request; the answer, or the failure to put in the envelope. */
+  const serve = (request: HttpServerRequest, state: RequestState) =>
+    Effect.gen(function* () {
+      const settings = yield* ServerSettings
+      const rateConfig = yield* RateLimitConfig
+      const decisions: Array<RateDecision> = []
+      const setRateHeaders = () => {
+        const lines = decisions.flatMap((d) => d.lines)
+        const tightest = decisions
+          .map((d) => ({ d, line: d.tightest }))
+          .filter((x) => x.line !== undefined)
+          .sort((a, b) => a.line!.remaining - b.line!.remaining)[0]
+        if (tightest && lines.length > 0) Object.assign(state.headers, rateLimitHeaders(tightest.d))
+      }
+
+      // 1. X-Client-Request-Id is checked and echoed.
+      const clientIds = headerValues(request, "x-client-request-id")
+      if (clientIds.length > 0) {
+        const [value] = clientIds
+        if (clientIds.length > 1 || value === undefined || !clientRequestIdPattern.test(value)) {
+          return yield* Effect.fail(
+            apiError("validation_failed", { details: [{ parameter: "X-Client-Request-Id", code: "invalid_value" }] })
+          )
+        }
+        state.clientRequestId = value
+        state.headers["x-client-request-id"] = value
+      }
+
+      // 2. Origin rate limit, before anything is looked up.
+      if (rateConfig.enabled) {
+        decisions.push(
+          yield* admit([{ scope: "origin", key: `origin:${originOf(request)}`, limit: rateConfig.limits.origin }])
+        )
+      }
+
+      // 3. Content negotiation and the body.
+      if (!acceptsJson(request.headers["accept"])) return yield* Effect.fail(apiError("not_acceptable"))
+      const contentType = request.headers["content-type"]
+      const bytes = yield* readBody(request)
+      if ((contentType !== undefined || bytes !== undefined) && !isJsonContentType(contentType ?? "")) {
+        return yield* Effect.fail(apiError("unsupported_media_type"))
+      }
+      const body = bytes === undefined ? undefined : yield* parseJsonBody(bytes)
+
+      // 4. Route lookup.
+      const [rawPath = "", search = ""] = request.url.split("?", 2) as [string?, string?]
+      const path = rawPath.slice(API_PREFIX.length) || "/"
+      const match = route(request.method, path)
+      if (match._tag === "NotFound") return yield* Effect.fail(apiError("operation_not_catalogued"))
+      if (match._tag === "MethodNotAllowed") {
+        return yield* Effect.fail(
+          apiError("method_not_allowed", { params: { allowed: match.allowed.join(", ") }, headers: { allow: match.allowed.join(", ") } })
+        )
+      }
+      const operation = match.operation
+      state.operation = operation
+      const deprecation = settings.deprecations.get(operation.id)
+      if (deprecation) {
+        state.headers["deprecation"] = `@${Math.floor(deprecation.deprecatedAt / 1000)}`
+        state.headers["sunset"] = httpDate(deprecation.sunsetAt)
+        state.headers["link"] = `<${settings.docsUrl}/deprecations>; rel="deprecation"`
+        if ((yield* Clock.currentTimeMillis) >= deprecation.sunsetAt) return yield* Effect.fail(apiError("operation_sunset"))
+      }
+
+      // 5. The credential, in autonomous or human mode, and its account.
+      const caller = yield* authenticate(
+        { authorization: headerValues(request, "authorization"), apiKey: headerValues(request, "x-api-key") },
+        state.requestId
+      )
+      state.caller = caller
+
+      // 6. Account and credential limits, permission, scope.
+      if (rateConfig.enabled) {
+        const env = caller.tenant.environment
+        decisions.push(
+          yield* admit([
+            { scope: "instance", key: `instance:${caller.tenant.accountId}:${env}`, limit: rateConfig.limits.account[env] },
+            {
+              scope: "key",
+              key: `key:${caller.credential.id}`,
+              limit: Math.min(rateConfig.limits.credential[env], rateConfig.limits.account[env])
+            }
+          ]).pipe(Effect.tapError(() => Effect.sync(setRateHeaders)))
+        )
+        setRateHeaders()
+      }
+      if (operation.sandboxOnly && caller.tenant.environment !== "sandbox") return yield* Effect.fail(apiError("sandbox_only"))
+      if (operation.capability !== "authenticated") {
+        const held = caller.grant.get(operation.capability)
+        if (held === undefined) {
+          return yield* Effect.fail(apiError("permission_denied", { params: { capability: operation.capability } }))
+        }
+        const scoped = operation.scopedBy === undefined ? undefined : match.params[operation.scopedBy]
+        if (held !== "all" && scoped !== undefined && !held.has(scoped)) return yield* Effect.fail(apiError("not_found"))
+      }
+
+      // 7. Path, query and body.
+      for (const [name, kind] of Object.entries(operation.params ?? {})) {
+        const value = match.params[name]
+        if (value === undefined || !isPublicIdOf(kind, value)) return yield* Effect.fail(apiError("not_found"))
+      }
+      const query = operation.query
+        ? yield* decodeStrict(operation.query, queryRecord(search), "parameter")
+        : yield* noQuery(search)
+      const input = operation.body
+        ? yield* decodeStrict(operation.body, body ?? {}, "field")
+        : yield* noBody(body)
+
+      // 8. Idempotency-Key and If-Match.
+      const key = yield* checkIdempotencyKey(operation.idempotency, headerValues(request, "idempotency-key"))
+      state.idempotencyKey = key ?? null
+      const ifMatchValues = headerValues(request, "if-match")
+      if (ifMatchValues.length > 0 && operation.ifMatch === undefined) {
+        return yield* Effect.fail(apiError("if_match_invalid", { details: [{ parameter: "If-Match", code: "not_allowed" }] }))
+      }
+      const scopedId = operation.scopedBy === undefined ? undefined : match.params[operation.scopedBy]
+      const expectedRevision = operation.ifMatch === undefined ? undefined : yield* parseIfMatch(ifMatchValues, operation.ifMatch, scopedId)
+
+      // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
+      const handle = operation
+        .handler({ path: match.params, query, body: input, expectedRevision })
+        .pipe(Effect.provideService(Caller, caller))
+      if (!isWrite(operation.method)) return yield* handle
+      const uow = yield* UnitOfWork
+      if (key === undefined) {
+        const reply = yield* uow.transaction(handle).pipe(Effect.mapError(asApiError))
+        state.committed = true
+        return reply
+      }
+      let executed: Reply | undefined
+      const outcome = yield* runIdempotent(
+        caller.tenant,
+        key,
+        { operationId: operation.id, path: request.url, body: bytes === undefined ? "" : Buffer.from(bytes).toString("utf8") },
+        (complete) =>
+          uow
+            .transaction(
+              Effect.gen(function* () {
+                const reply = yield* handle
+                executed = reply
+                const recorded = replyToRecorded(reply)
+                yield* complete(recorded)
+                return recorded
+              })
+            )
+            .pipe(Effect.mapError(asApiError))
+      )
+      state.committed = true
+      if (outcome._tag === "Executed" && executed) return executed
+      state.replayed = true
+      const recorded = outcome.response
+      return { status: recorded.status, body: recorded.body, headers: recorded.headers } satisfies Reply
+    })
+
+  return Effect.gen(function* () {
+    const request = yield* HttpServerRequest
+    const ids = yield* Ids
+    const state: RequestState = {
+      requestId: yield* ids.next("request"),
+      startedAt: yield* Clock.currentTimeMillis,
+      clientRequestId: null,
+      caller: undefined,
+      operation: undefined,
+      idempotencyKey: null,
+      replayed: false,
+      committed: false,
+      headers: {}
+    }
+    const language = negotiateLanguage(request.headers["accept-language"])
+
+    const outside = !request.url.startsWith(API_PREFIX + "/") && request.url !== API_PREFIX
+    const result = outside
+      ? Either.left(apiError("not_found"))
+      : yield* Effect.either(serve(request, state))
+
+    let status: number
+    let body: Json | null
+    let extraHeaders: Readonly<Record<string, string>> = {}
+    if (Either.isRight(result)) {
+      status = result.right.status
+      body = result.right.body
+      extraHeaders = result.right.headers ?? {}
+    } else {
+      const error = result.left
+      if (error.status >= 500) yield* Effect.logError("request failed", error.code, error.internal)
+      status = error.status
+      body = errorBody(error, state.requestId, language)
+      extraHeaders = error.headers ?? {}
+    }
+
+    // The request log: every authenticated call. A read whose log cannot be written fails closed.
+    if (state.caller) {
+      const now = yield* Clock.currentTimeMillis
+      const logged = yield* Effect.either(
+        logRequest(state.caller.tenant, {
+          object: "request",
+          id: state.requestId,
+          method: request.method,
+          path: request.url.split("?")[0] ?? request.url,
+          operation_id: state.operation?.id ?? null,
+          status,
+          outcome: outcomeOf(status),
+          error_code: Either.isLeft(result) ? result.left.code : null,
+          credential_id: state.caller.credential.id,
+          administrator_id: state.caller.human?.adminId ?? null,
+          client_request_id: state.clientRequestId,
+          idempotency_key: state.idempotencyKey,
+          idempotent_replayed: state.replayed,
+          duration_ms: now - state.startedAt,
+          environment: state.caller.tenant.environment,
+          created_at: formatTimestamp(state.startedAt)
+        })
+      )
+      if (Either.isLeft(logged)) {
+        yield* Effect.logError("request log unavailable", logged.left.internal)
+        if (!state.committed) {
+          status = logged.left.status
+          body = errorBody(logged.left, state.requestId, language)
+          extraHeaders = {}
+        }
+      }
+    }
+
+    const headers: Record<string, string> = {
+      ...Object.fromEntries(Object.entries(extraHeaders).filter(([name]) => name !== NOT_REPLAYABLE_HEADER)),
+      ...state.headers,
+      "x-request-id": state.requestId,
+      "x-service-release": RELEASE,
+      ...(state.replayed ? { "idempotent-replayed": "true" } : {})
+    }
+    if (body === null) return HttpServerResponse.empty({ status, headers })
+    return HttpServerResponse.text(JSON.stringify(body), { status, headers, contentType: "application/json" })
+  })
+}
+
+const asApiError = (error: unknown): ApiError =>
+  typeof error === "object" && error !== null && (error as { _tag?: string })._tag === "ApiError"
+    ? (error as ApiError)
+    : apiError("audit_unavailable", { internal: error })
+
+const noQuery = (search: string): Either.Either<Record<string, never>, ApiError> => {
+  const names = [...new Set([...new URLSearchParams(search).keys()])]
+  if (names.length === 0) return Either.right({})
+  const details: Array<DetailItem> = names.map((parameter) => ({ parameter, code: "unknown_parameter" }))
+  return Either.left(apiError("unknown_parameter", { details }))
+}
+
+const noBody = (body: { readonly [key: string]: Json } | undefined): Either.Either<Record<string, never>, ApiError> => {
+  const names = Object.keys(body ?? {})
+  if (names.length === 0) return Either.right({})
+  return Either.left(apiError("unknown_field", { details: names.map((field) => ({ field, code: "unknown_field" })) }))
+}

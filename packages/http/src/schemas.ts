@@ -1,0 +1,140 @@
+/**
+ * Response shapes, for the OpenAPI description. Requests are decoded with the schemas of
+ * `@syllabus/core`; responses are built there too and described here.
+ */
+import { Schema } from "effect"
+
+const Timestamp = Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } })
+const NullableTimestamp = Schema.NullOr(Timestamp)
+const Actor = Schema.Struct({ id: Schema.String, kind: Schema.String })
+
+export const PolicySchema = Schema.Struct({
+  capabilities: Schema.NullOr(Schema.Array(Schema.String)),
+  template: Schema.NullOr(Schema.String),
+  resources: Schema.NullOr(Schema.Array(Schema.String))
+}).annotations({ identifier: "Policy" })
+
+export const CredentialSchema = Schema.Struct({
+  object: Schema.Literal("credential"),
+  id: Schema.String,
+  name: Schema.String,
+  purpose: Schema.NullOr(Schema.String),
+  auth_mode: Schema.Literal("autonomous", "both", "human_required"),
+  environment: Schema.Literal("production", "sandbox"),
+  status: Schema.Literal("active", "revoked", "suspended", "expired"),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  expires_at: NullableTimestamp,
+  revoked_at: NullableTimestamp,
+  created_by: Actor,
+  revoked_by: Schema.NullOr(Actor),
+  human: Schema.NullOr(Schema.Struct({ admin_id: Schema.String, expires_at: Timestamp, eligible_since: Timestamp })),
+  policy: Schema.Struct({ active_version: Schema.Int, auth_revision: Schema.Int }),
+  policies: Schema.Array(PolicySchema),
+  revision: Schema.Int,
+  secret: Schema.Struct({
+    configured: Schema.Boolean,
+    issued_at: Timestamp,
+    last4: Schema.String,
+    rotated_at: NullableTimestamp,
+    valid_until: NullableTimestamp,
+    value: Schema.optional(Schema.String).annotations({ description: "Only in the response that issues the secret." }),
+    version: Schema.Int
+  })
+}).annotations({ identifier: "Credential" })
+
+export const CredentialAdministratorSchema = Schema.Struct({
+  object: Schema.Literal("credential_administrator"),
+  id: Schema.String,
+  credential_id: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  linked_at: Timestamp
+}).annotations({ identifier: "CredentialAdministrator" })
+
+export const PolicyTemplateSchema = Schema.Struct({
+  object: Schema.Literal("policy_template"),
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  capabilities: Schema.Array(Schema.String)
+}).annotations({ identifier: "PolicyTemplate" })
+
+export const RequestSchema = Schema.Struct({
+  object: Schema.Literal("request"),
+  id: Schema.String,
+  method: Schema.String,
+  path: Schema.String,
+  operation_id: Schema.NullOr(Schema.String),
+  status: Schema.Int,
+  outcome: Schema.Literal("success", "client_error", "rate_limited", "server_error"),
+  error_code: Schema.NullOr(Schema.String),
+  credential_id: Schema.String,
+  administrator_id: Schema.NullOr(Schema.String),
+  client_request_id: Schema.NullOr(Schema.String),
+  idempotency_key: Schema.NullOr(Schema.String),
+  idempotent_replayed: Schema.Boolean,
+  duration_ms: Schema.Int,
+  environment: Schema.Literal("production", "sandbox"),
+  created_at: Timestamp
+}).annotations({ identifier: "Request" })
+
+export const AuditEntrySchema = Schema.Struct({
+  object: Schema.Literal("audit_entry"),
+  id: Schema.String,
+  action: Schema.String,
+  resource_type: Schema.String,
+  resource_id: Schema.String,
+  actor: Schema.Struct({ kind: Schema.String, credential_id: Schema.String, administrator_id: Schema.NullOr(Schema.String) }),
+  request_id: Schema.String,
+  changes: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  environment: Schema.Literal("production", "sandbox"),
+  created_at: Timestamp
+}).annotations({ identifier: "AuditEntry" })
+
+const Outcomes = Schema.Struct({
+  success: Schema.Int,
+  client_error: Schema.Int,
+  rate_limited: Schema.Int,
+  server_error: Schema.Int
+})
+
+export const AccountUsageSchema = Schema.Struct({
+  object: Schema.Literal("account_usage"),
+  environment: Schema.Literal("production", "sandbox"),
+  generated_at: Timestamp,
+  windows: Schema.Array(
+    Schema.Struct({
+      window: Schema.Literal("1h", "24h", "7d", "30d"),
+      from: Timestamp,
+      to: Timestamp,
+      requests: Schema.Int,
+      by_outcome: Outcomes,
+      by_credential: Schema.Array(Schema.Struct({ credential_id: Schema.String, requests: Schema.Int, by_outcome: Outcomes }))
+    })
+  ),
+  limits: Schema.Struct({
+    enabled: Schema.Boolean,
+    window_seconds: Schema.Int,
+    origin: Schema.Int,
+    instance: Schema.Int,
+    key: Schema.Int
+  })
+}).annotations({ identifier: "AccountUsage" })
+
+export const SandboxResetSchema = Schema.Struct({
+  object: Schema.Literal("sandbox_reset"),
+  id: Schema.String,
+  status: Schema.Literal("succeeded"),
+  removed_records: Schema.Int,
+  created_at: Timestamp
+}).annotations({ identifier: "SandboxReset" })
+
+export const CapabilitiesSchema = Schema.Struct({
+  object: Schema.Literal("capabilities"),
+  release: Schema.String,
+  capabilities: Schema.Array(Schema.String),
+  deprecations: Schema.Array(
+    Schema.Struct({ operation_id: Schema.String, deprecated_at: Timestamp, sunset_at: Timestamp })
+  )
+}).annotations({ identifier: "Capabilities" })

@@ -1,0 +1,97 @@
+/**
+ * The byte-level rules of §1 and §7 that come before any schema: content negotiation, the
+ * 1 MiB body cap (also for chunked bodies), strict UTF-8, JSON syntax, object-only bodies
+ * and nesting depth.
+ */
+import { type ApiError, apiError, type Json } from "@syllabus/core"
+import { Effect, Option, Stream } from "effect"
+import type { HttpServerRequest } from "@effect/platform/HttpServerRequest"
+
+export const MAX_BODY_BYTES = 1024 * 1024
+export const MAX_JSON_DEPTH = 16
+
+/** Does an `Accept` header allow a JSON answer? Absent allows anything. */
+export const acceptsJson = (accept: string | undefined): boolean => {
+  if (accept === undefined || accept.trim() === "") return true
+  return accept.split(",").some((part) => {
+    const [range, ...params] = part.trim().toLowerCase().split(";")
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="))
+    if (q !== undefined && Number(q.slice(2)) === 0) return false
+    const type = range?.trim()
+    return type === "application/json" || type === "application/*" || type === "*/*" || (type?.endsWith("+json") ?? false)
+  })
+}
+
+/** Is a `Content-Type` JSON (`application/json`, optionally with a UTF-8 charset)? */
+export const isJsonContentType = (contentType: string): boolean => {
+  const [type, ...params] = contentType.toLowerCase().split(";")
+  if (type?.trim() !== "application/json") return false
+  return params.every((p) => {
+    const [name, value] = p.trim().split("=")
+    return name !== "charset" || value?.replace(/"/g, "") === "utf-8"
+  })
+}
+
+const tooLarge = apiError("payload_too_large")
+
+/** Read the body, refusing more than 1 MiB however it is framed. */
+export const readBody = (request: HttpServerRequest): Effect.Effect<Uint8Array | undefined, ApiError> => {
+  const length = request.headers["content-length"]
+  const chunked = request.headers["transfer-encoding"] !== undefined
+  if (!chunked && (length === undefined || length === "0")) return Effect.succeed(undefined)
+  if (length !== undefined && Number(length) > MAX_BODY_BYTES) return Effect.fail(tooLarge)
+  return Stream.runFoldEffect(request.stream, { chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
+    const size = acc.size + chunk.byteLength
+    if (size > MAX_BODY_BYTES) return Effect.fail(tooLarge)
+    acc.chunks.push(chunk)
+    return Effect.succeed({ chunks: acc.chunks, size })
+  }).pipe(
+    Effect.mapError((e) => (e === tooLarge ? tooLarge : apiError("malformed_json", { internal: e }))),
+    Effect.map(({ chunks, size }) => {
+      if (size === 0) return undefined
+      const out = new Uint8Array(size)
+      let offset = 0
+      for (const chunk of chunks) {
+        out.set(chunk, offset)
+        offset += chunk.byteLength
+      }
+      return out
+    })
+  )
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+
+/** The deepest nesting of a JSON text, counted without parsing it (so a deep text cannot exhaust the stack). */
+export const jsonDepth = (text: string): number => {
+  let depth = 0
+  let max = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92 /* \ */) i++
+      else if (c === 34 /* " */) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 123 || c === 91 /* { [ */) {
+      depth++
+      if (depth > max) max = depth
+    } else if (c === 125 || c === 93 /* } ] */) depth--
+  }
+  return max
+}
+
+/** Decode and parse a JSON body: UTF-8, depth, syntax, and an object at the top. */
+export const parseJsonBody = (bytes: Uint8Array): Effect.Effect<{ readonly [key: string]: Json }, ApiError> =>
+  Effect.gen(function* () {
+    const text = yield* Effect.try({ try: () => utf8.decode(bytes), catch: () => apiError("invalid_utf8") })
+    if (jsonDepth(text) > MAX_JSON_DEPTH) return yield* Effect.fail(apiError("json_too_deep"))
+    const value = yield* Effect.try({ try: () => JSON.parse(text) as Json, catch: () => apiError("malformed_json") })
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      return yield* Effect.fail(apiError("malformed_json"))
+    }
+    return value as { readonly [key: string]: Json }
+  })
+
+/** The client's address, for the origin rate limit. */
+export const originOf = (request: HttpServerRequest): string => Option.getOrElse(request.remoteAddress, () => "unknown")

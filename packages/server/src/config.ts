@@ -1,0 +1,23 @@
+/** The standalone server's configuration, from the environment (documented in the README). */
+import { Config, Option, Redacted } from "effect"
+
+export const ServerConfig = Config.all({
+  port: Config.integer("PORT").pipe(Config.withDefault(8080)),
+  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  secretKey: Config.option(Config.redacted("SECRET_HASH_KEY")),
+  cursorKey: Config.option(Config.redacted("CURSOR_SIGNING_KEY")),
+  rateLimits: Config.literal("on", "off")("RATE_LIMITS").pipe(Config.withDefault("on" as const)),
+  docsUrl: Config.string("DOCS_URL").pipe(Config.withDefault("https://docs.syllabus.dev")),
+  traceRequests: Config.boolean("TRACE_REQUESTS").pipe(Config.withDefault(false))
+})
+
+export type ServerConfig = Config.Config.Success<typeof ServerConfig>
+
+/** Both keys, when both are configured; else they live in the store. */
+export const configuredKeys = (config: ServerConfig) =>
+  Option.isSome(config.secretKey) && Option.isSome(config.cursorKey)
+    ? { secretKey: config.secretKey.value, cursorKey: config.cursorKey.value }
+    : undefined
+
+export { Redacted }

@@ -1,0 +1,17 @@
+/** The record store the server runs on: PostgreSQL when `DATABASE_URL` is set, else memory. */
+import type { StoreServices } from "@syllabus/http"
+import { MemoryStore } from "@syllabus/memory"
+import { pgLayer } from "@syllabus/pg"
+import { type Layer, Option } from "effect"
+import type { ServerConfig } from "./config.js"
+
+export interface ChosenStore {
+  readonly kind: "memory" | "postgresql"
+  readonly layer: Layer.Layer<StoreServices, unknown>
+}
+
+export const storeLayer = (config: ServerConfig): ChosenStore =>
+  Option.match(config.databaseUrl, {
+    onNone: () => ({ kind: "memory", layer: MemoryStore }),
+    onSome: (url) => ({ kind: "postgresql", layer: pgLayer(url) })
+  })
