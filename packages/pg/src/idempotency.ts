@@ -1,0 +1,89 @@
+/** `Idempotency` on PostgreSQL: one receipt per (tenant, key) in `idempotency_receipts`. */
+import {
+  type Idempotency,
+  type IdempotencyClaim,
+  type IdempotencyReceipt,
+  type RecordedResponse,
+  StoreUnavailable,
+  type Tenant
+} from "@syllabus/core"
+import { type Context, Effect } from "effect"
+import { type Pg, toNumber } from "./internal.js"
+
+interface ReceiptRow {
+  readonly operation_id: string
+  readonly fingerprint: string
+  readonly state: string
+  readonly response: RecordedResponse | null
+  readonly expires_at: number | string
+}
+
+const toReceipt = (row: ReceiptRow): IdempotencyReceipt => ({
+  operationId: row.operation_id,
+  fingerprint: row.fingerprint,
+  state: row.state === "completed" ? "completed" : "in_progress",
+  response: row.response,
+  expiresAt: toNumber(row.expires_at)
+})
+
+/** A receipt that keeps vanishing between our insert and our read means something is wrong. */
+const maxClaimRounds = 10
+
+export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Service<typeof Idempotency> => {
+  const receiptKey = (tenant: Tenant, key: string) =>
+    sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND key = ${key}`
+
+  const claim = Effect.fn("PgIdempotency.claim")(function*(
+    tenant: Tenant,
+    key: string,
+    attempt: {
+      readonly operationId: string
+      readonly fingerprint: string
+      readonly token: string
+      readonly now: number
+      readonly staleBefore: number
+      readonly expiresAt: number
+    }
+  ) {
+    for (let round = 0; round < maxClaimRounds; round++) {
+      // Take the key in one statement: insert, or take over an expired or abandoned receipt.
+      const taken = yield* unavailable(sql`
+        INSERT INTO idempotency_receipts AS r
+          (account_id, environment, key, operation_id, fingerprint, state, response, token, claimed_at, expires_at)
+        VALUES (${tenant.accountId}, ${tenant.environment}, ${key}, ${attempt.operationId}, ${attempt.fingerprint},
+                'in_progress', NULL, ${attempt.token}, ${attempt.now}, ${attempt.expiresAt})
+        ON CONFLICT (account_id, environment, key) DO UPDATE SET
+          operation_id = EXCLUDED.operation_id, fingerprint = EXCLUDED.fingerprint, state = 'in_progress',
+          response = NULL, token = EXCLUDED.token, claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
+        WHERE r.expires_at <= ${attempt.now}
+           OR (r.state = 'in_progress' AND r.claimed_at < ${attempt.staleBefore})
+        RETURNING r.token`)
+      if (taken.length > 0) return { _tag: "Claimed", token: attempt.token } satisfies IdempotencyClaim
+      const existing = yield* unavailable(sql<ReceiptRow>`
+        SELECT operation_id, fingerprint, state, response, expires_at
+        FROM idempotency_receipts WHERE ${receiptKey(tenant, key)}`)
+      if (existing[0] !== undefined) {
+        return { _tag: "Existing", receipt: toReceipt(existing[0]) } satisfies IdempotencyClaim
+      }
+      // Released between the two statements: the key is free again, try once more.
+    }
+    return yield* new StoreUnavailable({ cause: new Error(`idempotency key ${key} could not be claimed or read`) })
+  })
+
+  const complete = Effect.fn("PgIdempotency.complete")(function*(
+    tenant: Tenant,
+    key: string,
+    token: string,
+    response: RecordedResponse
+  ) {
+    yield* unavailable(sql`
+      UPDATE idempotency_receipts SET state = 'completed', response = ${JSON.stringify(response)}::jsonb
+      WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
+  })
+
+  const release = Effect.fn("PgIdempotency.release")(function*(tenant: Tenant, key: string, token: string) {
+    yield* unavailable(sql`DELETE FROM idempotency_receipts WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
+  })
+
+  return { claim, complete, release }
+}

@@ -1,0 +1,105 @@
+/**
+ * The schema of the PostgreSQL stores, applied with the `@effect/sql` Migrator.
+ *
+ * Migrations are keyed `<id>_<name>`; add new ones with a higher id, never edit a shipped one.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+
+const initial = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Records: one JSON document per (tenant, type, id). Ids compare bytewise (COLLATE "C")
+  // so that keyset pagination agrees with the in-memory store.
+  yield* sql`
+    CREATE TABLE records (
+      account_id  text NOT NULL,
+      environment text NOT NULL,
+      type        text NOT NULL,
+      id          text COLLATE "C" NOT NULL,
+      revision    integer NOT NULL,
+      data        jsonb NOT NULL,
+      PRIMARY KEY (account_id, environment, type, id)
+    )`
+  // Retention (`prune`) works on one type across all tenants.
+  yield* sql`CREATE INDEX records_type ON records (type)`
+  // Named unique keys of records. A key is unique within (tenant, type, name) unless it is
+  // global, then within (type, name) across all tenants: two partial unique indexes, so a
+  // plain `ON CONFLICT DO NOTHING` detects either kind of conflict.
+  yield* sql`
+    CREATE TABLE record_keys (
+      account_id  text NOT NULL,
+      environment text NOT NULL,
+      type        text NOT NULL,
+      id          text COLLATE "C" NOT NULL,
+      name        text NOT NULL,
+      value       text NOT NULL,
+      global      boolean NOT NULL,
+      FOREIGN KEY (account_id, environment, type, id) REFERENCES records ON DELETE CASCADE
+    )`
+  yield* sql`CREATE UNIQUE INDEX record_keys_tenant ON record_keys (account_id, environment, type, name, value) WHERE NOT global`
+  yield* sql`CREATE UNIQUE INDEX record_keys_global ON record_keys (type, name, value) WHERE global`
+  yield* sql`CREATE INDEX record_keys_record ON record_keys (account_id, environment, type, id)`
+
+  // Idempotency receipts. Times are epoch milliseconds, as the port speaks them.
+  yield* sql`
+    CREATE TABLE idempotency_receipts (
+      account_id   text NOT NULL,
+      environment  text NOT NULL,
+      key          text NOT NULL,
+      operation_id text NOT NULL,
+      fingerprint  text NOT NULL,
+      state        text NOT NULL CHECK (state IN ('in_progress', 'completed')),
+      response     jsonb,
+      token        text NOT NULL,
+      claimed_at   bigint NOT NULL,
+      expires_at   bigint NOT NULL,
+      PRIMARY KEY (account_id, environment, key)
+    )`
+  yield* sql`CREATE INDEX idempotency_receipts_expires_at ON idempotency_receipts (expires_at)`
+
+  // Fixed-window rate-limit counters; `window_ms` lets the sweep tell when a row is useless.
+  yield* sql`
+    CREATE TABLE rate_limit_windows (
+      key          text NOT NULL,
+      window_start bigint NOT NULL,
+      window_ms    bigint NOT NULL,
+      count        integer NOT NULL,
+      PRIMARY KEY (key, window_start)
+    )`
+  yield* sql`CREATE INDEX rate_limit_windows_end ON rate_limit_windows ((window_start + 2 * window_ms))`
+})
+
+/** The migrations of `@syllabus/pg`, for `Migrator.fromRecord`. */
+export const PgMigrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "1_initial": initial
+}
+
+/** The table the Migrator records applied migrations in. */
+export const migrationsTable = "syllabus_migrations"
+
+// Any fixed bigint; it only has to be the same in every process.
+const migrationLockKey = 7_305_512_001
+
+const runMigrator = Migrator.make({})
+
+/**
+ * Apply the pending migrations. Several processes may start at once on one database: the
+ * Migrator's own bootstrap (create its table if missing) is not safe against that, so the
+ * whole run holds a session-level advisory lock on a reserved connection. The Migrator runs
+ * on other connections of the pool, which therefore needs at least two.
+ */
+export const migrate: Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const lockConnection = yield* sql.reserve
+  yield* Effect.acquireRelease(
+    lockConnection.executeUnprepared("SELECT pg_advisory_lock($1)", [migrationLockKey], undefined),
+    () => Effect.ignore(lockConnection.executeUnprepared("SELECT pg_advisory_unlock($1)", [migrationLockKey], undefined))
+  )
+  return yield* runMigrator({ loader: Migrator.fromRecord(PgMigrations), table: migrationsTable })
+}).pipe(Effect.scoped, Effect.withSpan("PgMigrations.migrate"))

@@ -1,0 +1,320 @@
+/**
+ * `Records` on PostgreSQL: one row per record in `records` (data as jsonb), its named unique
+ * keys in `record_keys`. Field names come from code but are still validated, and passed,
+ * like every value, as statement parameters.
+ */
+import type { Fragment } from "@effect/sql/Statement"
+import {
+  type GroupCount,
+  type Json,
+  type JsonObject,
+  type ListQuery,
+  Records,
+  RevisionConflict,
+  type SortSpec,
+  type StoredRecord,
+  type Tenant,
+  type UniqueKey,
+  UniqueViolation,
+  type Where
+} from "@syllabus/core"
+import { type Context, Effect } from "effect"
+import { type Pg, tenantOf, toNumber } from "./internal.js"
+
+interface RecordRow {
+  readonly account_id: string
+  readonly environment: string
+  readonly type: string
+  readonly id: string
+  readonly revision: number
+  readonly data: JsonObject
+}
+
+const toRecord = (row: RecordRow): StoredRecord => ({
+  type: row.type,
+  id: row.id,
+  tenant: tenantOf(row),
+  revision: toNumber(row.revision),
+  data: row.data
+})
+
+const fieldPattern = /^[a-z_][a-z0-9_]*$/
+
+/** A field name that does not look like one is a bug of the caller, not a store failure. */
+const checkFields = (fields: ReadonlyArray<string>): Effect.Effect<void> => {
+  const bad = fields.find((field) => !fieldPattern.test(field))
+  return bad === undefined ? Effect.void : Effect.dieMessage(`Records: invalid field name ${JSON.stringify(bad)}`)
+}
+
+const keyId = (key: UniqueKey): string => JSON.stringify([key.global === true, key.name, key.value])
+
+/**
+ * The keys to insert: the same key given twice is one key, and every writer takes them in
+ * the same order, so that two concurrent writers of overlapping keys cannot deadlock.
+ */
+const insertOrder = (keys: ReadonlyArray<UniqueKey>): ReadonlyArray<UniqueKey> =>
+  [...new Map(keys.map((key) => [keyId(key), key])).values()].sort((a, b) =>
+    keyId(a) < keyId(b) ? -1 : keyId(a) > keyId(b) ? 1 : 0
+  )
+
+export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
+  const columns = sql.literal("account_id, environment, type, id, revision, data")
+
+  const recordKey = (tenant: Tenant, type: string, id: string) =>
+    sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND type = ${type} AND id = ${id}`
+
+  // --- conditions on data fields ------------------------------------------------------------
+
+  const json = (field: string) => sql`(data -> ${field}::text)`
+  /** The field as a number, NULL when it is not a JSON number (CASE: AND does not guard a cast). */
+  const numeric = (field: string) =>
+    sql`(CASE WHEN jsonb_typeof(data -> ${field}::text) = 'number' THEN (data ->> ${field}::text)::numeric END)`
+  const string = (field: string) =>
+    sql`(CASE WHEN jsonb_typeof(data -> ${field}::text) = 'string' THEN data ->> ${field}::text END) COLLATE "C"`
+
+  const comparators = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const
+
+  const condition = (where: Where): Fragment => {
+    switch (where.op) {
+      case "eq":
+        return where.value === null
+          ? sql`(COALESCE(${json(where.field)}, 'null'::jsonb) = 'null'::jsonb)`
+          : sql`(${json(where.field)} = ${JSON.stringify(where.value)}::jsonb)`
+      case "in":
+        return sql`(${json(where.field)} = ANY(${where.values.map((value) => JSON.stringify(value))}::jsonb[]))`
+      default: {
+        const op = sql.literal(comparators[where.op])
+        return typeof where.value === "number"
+          ? sql`(${numeric(where.field)} ${op} ${where.value}::numeric)`
+          : sql`(${string(where.field)} ${op} ${where.value}::text)`
+      }
+    }
+  }
+
+  const filter = (tenant: Tenant, type: string, where: ReadonlyArray<Where>) =>
+    sql.and([
+      sql`account_id = ${tenant.accountId}`,
+      sql`environment = ${tenant.environment}`,
+      sql`type = ${type}`,
+      ...where.map(condition)
+    ])
+
+  // --- sorting and keyset pagination --------------------------------------------------------
+
+  /** The sort expression: a value of another kind than the sort's is NULL, and sorts lowest. */
+  const sortValue = (sort: SortSpec): Fragment =>
+    sort.field === "id" ? sql`id` : sort.kind === "number" ? numeric(sort.field) : string(sort.field)
+
+  const orderBy = (sort: SortSpec): Fragment => {
+    if (sort.field === "id") return sort.direction === "asc" ? sql`id ASC` : sql`id DESC`
+    const value = sortValue(sort)
+    return sort.direction === "asc"
+      ? sql`${value} ASC NULLS FIRST, id ASC`
+      : sql`${value} DESC NULLS LAST, id DESC`
+  }
+
+  /** Rows strictly after `after` in the order of `orderBy`. */
+  const afterCondition = (sort: SortSpec, after: NonNullable<ListQuery["after"]>): Fragment => {
+    const asc = sort.direction === "asc"
+    if (sort.field === "id") return asc ? sql`(id > ${after.id})` : sql`(id < ${after.id})`
+    const value = sortValue(sort)
+    // A position value of the wrong kind is null, as a stored value of the wrong kind is.
+    const bound = sort.kind === "number"
+      ? typeof after.value === "number" ? sql`${after.value}::numeric` : undefined
+      : typeof after.value === "string" ? sql`(${after.value}::text COLLATE "C")` : undefined
+    if (bound === undefined) {
+      // Nulls come first ascending (so every non-null is after), last descending.
+      return asc
+        ? sql`(${value} IS NOT NULL OR id > ${after.id})`
+        : sql`(${value} IS NULL AND id < ${after.id})`
+    }
+    return asc
+      ? sql`(${value} > ${bound} OR (${value} = ${bound} AND id > ${after.id}))`
+      : sql`(${value} < ${bound} OR (${value} = ${bound} AND id < ${after.id}) OR ${value} IS NULL)`
+  }
+
+  // --- unique keys ----------------------------------------------------------------------------
+
+  /**
+   * Give a record its keys. Inserts what is free, then reports the first key that was not:
+   * the caller's transaction rolls the whole write back.
+   */
+  const addKeys = (tenant: Tenant, type: string, id: string, keys: ReadonlyArray<UniqueKey>) => {
+    const distinct = insertOrder(keys)
+    if (distinct.length === 0) return Effect.void
+    return sql<{ readonly name: string; readonly value: string; readonly global: boolean }>`
+      INSERT INTO record_keys (account_id, environment, type, id, name, value, global)
+      SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, k.name, k.value, k.global
+      FROM unnest(${distinct.map((key) => key.name)}::text[], ${distinct.map((key) => key.value)}::text[],
+                  ${distinct.map((key) => key.global === true)}::boolean[]) AS k(name, value, global)
+      ON CONFLICT DO NOTHING
+      RETURNING name, value, global`.pipe(
+      unavailable,
+      Effect.flatMap((inserted) => {
+        // The first taken key in the caller's order.
+        const taken = keys.find((key) =>
+          !inserted.some((row) =>
+            row.name === key.name && row.value === key.value && row.global === (key.global === true)
+          )
+        )
+        return taken === undefined ? Effect.void : Effect.fail(new UniqueViolation({ name: taken.name }))
+      })
+    )
+  }
+
+  const keyLookup = (tenant: Tenant | "global") =>
+    tenant === "global"
+      ? sql`k.global`
+      : sql`NOT k.global AND k.account_id = ${tenant.accountId} AND k.environment = ${tenant.environment}`
+
+  // --- the port -------------------------------------------------------------------------------
+
+  const get = Effect.fn("PgRecords.get")(function*(tenant: Tenant, type: string, id: string) {
+    const rows = yield* unavailable(sql<RecordRow>`SELECT ${columns} FROM records WHERE ${recordKey(tenant, type, id)}`)
+    return rows[0] === undefined ? undefined : toRecord(rows[0])
+  })
+
+  const findUnique = Effect.fn("PgRecords.findUnique")(function*(
+    tenant: Tenant | "global",
+    type: string,
+    key: { readonly name: string; readonly value: string }
+  ) {
+    const rows = yield* unavailable(sql<RecordRow>`
+      SELECT r.account_id, r.environment, r.type, r.id, r.revision, r.data
+      FROM record_keys k
+      JOIN records r USING (account_id, environment, type, id)
+      WHERE ${keyLookup(tenant)} AND k.type = ${type} AND k.name = ${key.name} AND k.value = ${key.value}`)
+    return rows[0] === undefined ? undefined : toRecord(rows[0])
+  })
+
+  const insert = Effect.fn("PgRecords.insert")(function*(
+    tenant: Tenant,
+    type: string,
+    id: string,
+    data: JsonObject,
+    uniques?: ReadonlyArray<UniqueKey>
+  ) {
+    const insertRow = sql<RecordRow>`
+      INSERT INTO records (account_id, environment, type, id, revision, data)
+      VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(data)}::jsonb)
+      ON CONFLICT DO NOTHING
+      RETURNING ${columns}`.pipe(
+      unavailable,
+      Effect.flatMap((rows) =>
+        rows[0] === undefined ? Effect.fail(new UniqueViolation({ name: "id" })) : Effect.succeed(toRecord(rows[0]))
+      )
+    )
+    if (uniques === undefined || uniques.length === 0) return yield* insertRow
+    return yield* transaction(Effect.tap(insertRow, () => addKeys(tenant, type, id, uniques)))
+  })
+
+  const update = Effect.fn("PgRecords.update")(function*(
+    tenant: Tenant,
+    type: string,
+    id: string,
+    data: JsonObject,
+    options?: {
+      readonly expectedRevision?: number | undefined
+      readonly uniques?: ReadonlyArray<UniqueKey> | undefined
+    }
+  ) {
+    const expected = options?.expectedRevision
+    const uniques = options?.uniques
+    // One conditional UPDATE: concurrent writers with the same expected revision are
+    // serialized by the row lock, and all but the first see the new revision and miss.
+    const updateRow = sql<RecordRow>`
+      UPDATE records SET data = ${JSON.stringify(data)}::jsonb, revision = revision + 1
+      WHERE ${recordKey(tenant, type, id)}${expected === undefined ? sql`` : sql` AND revision = ${expected}`}
+      RETURNING ${columns}`.pipe(
+      unavailable,
+      Effect.flatMap((rows) => {
+        if (rows[0] !== undefined) return Effect.succeed(toRecord(rows[0]))
+        // Read again (a fresh snapshot) to report the revision that won.
+        return sql<{ readonly revision: number }>`SELECT revision FROM records WHERE ${recordKey(tenant, type, id)}`.pipe(
+          unavailable,
+          Effect.flatMap((current) =>
+            Effect.fail(new RevisionConflict({ current: current[0] === undefined ? null : toNumber(current[0].revision) }))
+          )
+        )
+      })
+    )
+    if (uniques === undefined) return yield* updateRow
+    return yield* transaction(
+      Effect.tap(updateRow, () =>
+        sql`DELETE FROM record_keys WHERE ${recordKey(tenant, type, id)}`.pipe(
+          unavailable,
+          Effect.zipRight(addKeys(tenant, type, id, uniques))
+        ))
+    )
+  })
+
+  const remove = Effect.fn("PgRecords.remove")(function*(tenant: Tenant, type: string, id: string) {
+    // Its keys go with it (ON DELETE CASCADE).
+    const rows = yield* unavailable(sql`DELETE FROM records WHERE ${recordKey(tenant, type, id)} RETURNING id`)
+    return rows.length > 0
+  })
+
+  const list = Effect.fn("PgRecords.list")(function*(tenant: Tenant, type: string, query: ListQuery) {
+    yield* checkFields([...query.where.map((where) => where.field), query.sort.field])
+    const conditions = [filter(tenant, type, query.where)]
+    if (query.after !== undefined) conditions.push(afterCondition(query.sort, query.after))
+    const rows = yield* unavailable(sql<RecordRow>`
+      SELECT ${columns} FROM records
+      WHERE ${sql.and(conditions)}
+      ORDER BY ${orderBy(query.sort)}
+      LIMIT ${Math.max(0, Math.floor(query.limit))}`)
+    return rows.map(toRecord)
+  })
+
+  const count = Effect.fn("PgRecords.count")(function*(
+    tenant: Tenant,
+    type: string,
+    where: ReadonlyArray<Where>,
+    groupBy: ReadonlyArray<string>
+  ) {
+    yield* checkFields([...where.map((w) => w.field), ...groupBy])
+    if (groupBy.length === 0) {
+      const rows = yield* unavailable(
+        sql<{ readonly count: number }>`SELECT count(*) AS count FROM records WHERE ${filter(tenant, type, where)}`
+      )
+      return [{ key: [], count: toNumber(rows[0]?.count ?? 0) }]
+    }
+    // Missing and JSON null are one group. Grouped and ordered by position: the expressions
+    // carry parameters, which PostgreSQL cannot match between the select list and GROUP BY.
+    const keys = groupBy.map((field, i) => sql`COALESCE(${json(field)}, 'null'::jsonb) AS ${sql(`k${i}`)}`)
+    const positions = sql.literal(groupBy.map((_, i) => String(i + 1)).join(", "))
+    const rows = yield* unavailable(sql<Record<string, Json>>`
+      SELECT ${sql.csv(keys)}, count(*) AS count
+      FROM records WHERE ${filter(tenant, type, where)}
+      GROUP BY ${positions} ORDER BY ${positions}`)
+    return rows.map((row): GroupCount => ({
+      key: groupBy.map((_, i) => row[`k${i}`] ?? null),
+      count: toNumber(row["count"])
+    }))
+  })
+
+  const purge = Effect.fn("PgRecords.purge")(function*(tenant: Tenant, keepTypes: ReadonlyArray<string>) {
+    const rows = yield* unavailable(sql<{ readonly count: number }>`
+      WITH removed AS (
+        DELETE FROM records
+        WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment}
+          AND NOT (type = ANY(${[...keepTypes]}::text[]))
+        RETURNING 1
+      )
+      SELECT count(*) AS count FROM removed`)
+    return toNumber(rows[0]?.count ?? 0)
+  })
+
+  const prune = Effect.fn("PgRecords.prune")(function*(type: string, field: string, before: string) {
+    yield* checkFields([field])
+    const rows = yield* unavailable(sql<{ readonly count: number }>`
+      WITH removed AS (
+        DELETE FROM records WHERE type = ${type} AND ${string(field)} < ${before}::text
+        RETURNING 1
+      )
+      SELECT count(*) AS count FROM removed`)
+    return toNumber(rows[0]?.count ?? 0)
+  })
+
+  return { get, findUnique, insert, update, remove, list, count, purge, prune }
+}

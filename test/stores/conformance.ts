@@ -1,0 +1,1074 @@
+/**
+ * The conformance suite of the store ports: what every store (memory, PostgreSQL) must do, seen
+ * only through the ports. Stores may share state between tests (one database), so every test
+ * works in its own tenant, on its own unique values, rate-limit keys and prunable type.
+ */
+import { randomUUID } from "node:crypto"
+import { describe, expect, layer } from "@effect/vitest"
+import { Cause, Deferred, Effect, Exit, Fiber, type Layer } from "effect"
+import {
+  type Environment,
+  Idempotency,
+  type IdempotencyClaim,
+  RateLimitStore,
+  type RateCheck,
+  Records,
+  RevisionConflict,
+  type SortSpec,
+  type StoredRecord,
+  type Tenant,
+  UniqueViolation,
+  UnitOfWork,
+  type Where,
+  type WindowCounts
+} from "../../packages/core/src/ports.js"
+
+type Stores = Records | UnitOfWork | Idempotency | RateLimitStore
+
+const newTenant = (environment: Environment = "sandbox"): Tenant => ({ accountId: `acc_${randomUUID()}`, environment })
+const fresh = (prefix: string): string => `${prefix}_${randomUUID()}`
+
+const ids = (records: ReadonlyArray<StoredRecord>): ReadonlyArray<string> => records.map((r) => r.id)
+
+/** The keyset position of a record, as a caller builds it from a page's last item. */
+const positionOf = (record: StoredRecord, sort: SortSpec): { value: string | number | null; id: string } => {
+  if (sort.field === "id") return { value: record.id, id: record.id }
+  const value = record.data[sort.field]
+  return { value: typeof value === "string" || typeof value === "number" ? value : null, id: record.id }
+}
+
+const byId: SortSpec = { field: "id", kind: "text", direction: "asc" }
+
+/**
+ * Seven records covering the cases of filters and sorts: ties on the sort value, null and
+ * missing values, upper and lower case (code-unit order), numbers that sort differently as text.
+ */
+const fixture = [
+  { id: "r_a", data: { title: "banana", rank: 10, status: "open", flag: true } },
+  { id: "r_b", data: { title: "Apple", rank: 2, status: "closed", flag: false } },
+  { id: "r_c", data: { title: "apple", rank: 2, status: "open" } },
+  { id: "r_d", data: { title: null, rank: null, status: "draft" } },
+  { id: "r_e", data: { status: "open" } },
+  { id: "r_f", data: { title: "cherry", rank: -1.5, status: "closed", flag: true } },
+  { id: "r_g", data: { title: "banana", rank: 100, status: "open" } }
+] as const
+
+const claimAttempt = (token: string, overrides: Partial<{ now: number; staleBefore: number; expiresAt: number }> = {}) => ({
+  operationId: "op_create_course",
+  fingerprint: "fp_1",
+  token,
+  now: 1_000,
+  staleBefore: 0,
+  expiresAt: 100_000,
+  ...overrides
+})
+
+const WINDOW_MS = 60_000
+const W = 1_700_000_040_000
+const admitAll = () => true
+const refuseAll = () => false
+
+export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, unknown>): void =>
+  // One store for the whole suite (a database is costly to set up); no test services, so a
+  // store that uses the clock internally runs on real time.
+  layer(storeLayer, { excludeTestServices: true, timeout: "120 seconds" })(`${name} store conformance`, (it) => {
+    const seed = (tenant: Tenant, type = "item") =>
+      Effect.gen(function* () {
+        const records = yield* Records
+        for (const { id, data } of fixture) yield* records.insert(tenant, type, id, data)
+      })
+
+    describe("Records: insert, get, findUnique", () => {
+      it.effect("insert stores the record at revision 1 and get reads it back", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          const data = { title: "Algebra", tags: ["a", "b"], meta: { level: 2, draft: false }, note: null }
+          const inserted = yield* records.insert(tenant, "course", "crs_1", data)
+          const expected = { type: "course", id: "crs_1", tenant, revision: 1, data }
+          expect(inserted).toEqual(expected)
+          expect(yield* records.get(tenant, "course", "crs_1")).toEqual(expected)
+        }))
+
+      it.effect("get is scoped by account, environment and type", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant("production")
+          yield* records.insert(tenant, "course", "crs_1", { n: 1 })
+          expect(yield* records.get(tenant, "course", "crs_2")).toBeUndefined()
+          expect(yield* records.get(tenant, "lesson", "crs_1")).toBeUndefined()
+          expect(yield* records.get({ ...tenant, environment: "sandbox" }, "course", "crs_1")).toBeUndefined()
+          expect(yield* records.get(newTenant("production"), "course", "crs_1")).toBeUndefined()
+        }))
+
+      it.effect("an id is unique per tenant and type: a second insert fails with UniqueViolation(id)", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { n: 1 })
+          const error = yield* Effect.flip(records.insert(tenant, "course", "crs_1", { n: 2 }))
+          expect(error).toEqual(new UniqueViolation({ name: "id" }))
+          expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ n: 1 })
+          // The same id elsewhere is another record.
+          yield* records.insert(tenant, "lesson", "crs_1", { n: 3 })
+          yield* records.insert({ ...tenant, environment: "production" }, "course", "crs_1", { n: 4 })
+          yield* records.insert(newTenant(), "course", "crs_1", { n: 5 })
+        }))
+
+      it.effect("tenant keys are unique within (tenant, type, name)", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", {}, [{ name: "slug", value: "algebra" }])
+          const error = yield* Effect.flip(
+            records.insert(tenant, "course", "crs_2", {}, [
+              { name: "code", value: "MATH" },
+              { name: "slug", value: "algebra" }
+            ])
+          )
+          expect(error).toEqual(new UniqueViolation({ name: "slug" }))
+          // Nothing of the failed insert was kept: neither the record nor its free key.
+          expect(yield* records.get(tenant, "course", "crs_2")).toBeUndefined()
+          expect(yield* records.findUnique(tenant, "course", { name: "code", value: "MATH" })).toBeUndefined()
+          yield* records.insert(tenant, "course", "crs_3", {}, [{ name: "code", value: "MATH" }])
+          // Same value under another name, in another type, environment or account: no conflict.
+          yield* records.insert(tenant, "course", "crs_4", {}, [{ name: "title", value: "algebra" }])
+          yield* records.insert(tenant, "lesson", "les_1", {}, [{ name: "slug", value: "algebra" }])
+          yield* records.insert({ ...tenant, environment: "production" }, "course", "crs_1", {}, [
+            { name: "slug", value: "algebra" }
+          ])
+          yield* records.insert(newTenant(), "course", "crs_1", {}, [{ name: "slug", value: "algebra" }])
+        }))
+
+      it.effect("findUnique finds the holder of a tenant key, in its tenant only", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { n: 1 }, [
+            { name: "slug", value: "algebra" },
+            { name: "code", value: "MATH" }
+          ])
+          expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "algebra" }))?.id).toBe("crs_1")
+          const byCode = yield* records.findUnique(tenant, "course", { name: "code", value: "MATH" })
+          expect(byCode).toEqual({ type: "course", id: "crs_1", tenant, revision: 1, data: { n: 1 } })
+          expect(yield* records.findUnique(tenant, "course", { name: "slug", value: "geometry" })).toBeUndefined()
+          expect(yield* records.findUnique(tenant, "course", { name: "code", value: "algebra" })).toBeUndefined()
+          expect(yield* records.findUnique(tenant, "lesson", { name: "slug", value: "algebra" })).toBeUndefined()
+          expect(yield* records.findUnique(newTenant(), "course", { name: "slug", value: "algebra" })).toBeUndefined()
+        }))
+
+      it.effect("global keys are unique across tenants and found without a tenant", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const [one, two] = [newTenant(), newTenant("production")]
+          const hash = fresh("hash")
+          yield* records.insert(one, "credential", "crd_1", { n: 1 }, [{ name: "secret", value: hash, global: true }])
+          const error = yield* Effect.flip(
+            records.insert(two, "credential", "crd_2", {}, [{ name: "secret", value: hash, global: true }])
+          )
+          expect(error).toEqual(new UniqueViolation({ name: "secret" }))
+          expect(yield* records.get(two, "credential", "crd_2")).toBeUndefined()
+          const found = yield* records.findUnique("global", "credential", { name: "secret", value: hash })
+          expect(found).toEqual({ type: "credential", id: "crd_1", tenant: one, revision: 1, data: { n: 1 } })
+          expect(yield* records.findUnique("global", "credential", { name: "secret", value: fresh("hash") })).toBeUndefined()
+          expect(yield* records.findUnique("global", "token", { name: "secret", value: hash })).toBeUndefined()
+          // A global key of another type is another key.
+          yield* records.insert(two, "token", "tok_1", {}, [{ name: "secret", value: hash, global: true }])
+        }))
+
+      it.effect("stored values are copies: mutating the input or the output changes nothing stored", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          const data = { list: [1, 2], nested: { a: "x" } }
+          yield* records.insert(tenant, "course", "crs_1", data)
+          data.list.push(3)
+          data.nested.a = "changed"
+          const read = yield* records.get(tenant, "course", "crs_1")
+          expect(read?.data).toEqual({ list: [1, 2], nested: { a: "x" } })
+          try {
+            // A store may hand out frozen objects: then this throws, which is fine too.
+            ;(read?.data["list"] as Array<number>).push(4)
+          } catch {
+            // frozen
+          }
+          expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ list: [1, 2], nested: { a: "x" } })
+        }))
+    })
+
+    describe("Records: update and remove", () => {
+      it.effect("update replaces the data and adds one to the revision", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { title: "A", extra: true })
+          const updated = yield* records.update(tenant, "course", "crs_1", { title: "B" })
+          expect(updated).toEqual({ type: "course", id: "crs_1", tenant, revision: 2, data: { title: "B" } })
+          expect(yield* records.get(tenant, "course", "crs_1")).toEqual(updated)
+          const again = yield* records.update(tenant, "course", "crs_1", { title: "C" }, { expectedRevision: 2 })
+          expect(again.revision).toBe(3)
+          expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ title: "C" })
+        }))
+
+      it.effect("update with a stale expectedRevision fails with RevisionConflict(current) and changes nothing", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { title: "A" }, [{ name: "slug", value: "a" }])
+          yield* records.update(tenant, "course", "crs_1", { title: "B" })
+          const error = yield* Effect.flip(
+            records.update(tenant, "course", "crs_1", { title: "C" }, { expectedRevision: 1, uniques: [] })
+          )
+          expect(error).toEqual(new RevisionConflict({ current: 2 }))
+          const current = yield* records.get(tenant, "course", "crs_1")
+          expect(current?.revision).toBe(2)
+          expect(current?.data).toEqual({ title: "B" })
+          expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "a" }))?.id).toBe("crs_1")
+        }))
+
+      it.effect("update of a missing record fails with RevisionConflict(null)", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          expect(yield* Effect.flip(records.update(tenant, "course", "crs_x", { n: 1 }))).toEqual(
+            new RevisionConflict({ current: null })
+          )
+          expect(
+            yield* Effect.flip(records.update(tenant, "course", "crs_x", { n: 1 }, { expectedRevision: 1 }))
+          ).toEqual(new RevisionConflict({ current: null }))
+          expect(yield* records.get(tenant, "course", "crs_x")).toBeUndefined()
+        }))
+
+      it.effect("update keeps the unique keys unless given, and replaces them when given", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          const hash = fresh("hash")
+          yield* records.insert(tenant, "course", "crs_1", {}, [
+            { name: "slug", value: "a" },
+            { name: "secret", value: hash, global: true }
+          ])
+          yield* records.update(tenant, "course", "crs_1", { n: 1 })
+          expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "a" }))?.id).toBe("crs_1")
+          expect((yield* records.findUnique("global", "course", { name: "secret", value: hash }))?.id).toBe("crs_1")
+
+          yield* records.update(tenant, "course", "crs_1", { n: 2 }, { uniques: [{ name: "slug", value: "b" }] })
+          expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "b" }))?.id).toBe("crs_1")
+          expect(yield* records.findUnique(tenant, "course", { name: "slug", value: "a" })).toBeUndefined()
+          expect(yield* records.findUnique("global", "course", { name: "secret", value: hash })).toBeUndefined()
+          // The freed keys can be taken by others.
+          yield* records.insert(tenant, "course", "crs_2", {}, [
+            { name: "slug", value: "a" },
+            { name: "secret", value: hash, global: true }
+          ])
+          // Keeping a key one already holds is no conflict.
+          const kept = yield* records.update(tenant, "course", "crs_1", { n: 3 }, { uniques: [{ name: "slug", value: "b" }] })
+          expect(kept.revision).toBe(4)
+        }))
+
+      it.effect("update whose new keys are taken fails with UniqueViolation and changes nothing", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { n: 1 }, [{ name: "slug", value: "a" }])
+          yield* records.insert(tenant, "course", "crs_2", { n: 2 }, [{ name: "slug", value: "b" }])
+          const error = yield* Effect.flip(
+            records.update(tenant, "course", "crs_1", { n: 10 }, {
+              expectedRevision: 1,
+              uniques: [{ name: "code", value: "X" }, { name: "slug", value: "b" }]
+            })
+          )
+          expect(error).toEqual(new UniqueViolation({ name: "slug" }))
+          expect(yield* records.get(tenant, "course", "crs_1")).toEqual({
+            type: "course",
+            id: "crs_1",
+            tenant,
+            revision: 1,
+            data: { n: 1 }
+          })
+          expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "a" }))?.id).toBe("crs_1")
+          expect(yield* records.findUnique(tenant, "course", { name: "code", value: "X" })).toBeUndefined()
+        }))
+
+      it.effect("remove tells whether the record existed and frees its keys and its id", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          const hash = fresh("hash")
+          yield* records.insert(tenant, "course", "crs_1", { n: 1 }, [
+            { name: "slug", value: "a" },
+            { name: "secret", value: hash, global: true }
+          ])
+          yield* records.update(tenant, "course", "crs_1", { n: 2 })
+          expect(yield* records.remove(tenant, "lesson", "crs_1")).toBe(false)
+          expect(yield* records.remove(newTenant(), "course", "crs_1")).toBe(false)
+          expect(yield* records.remove(tenant, "course", "crs_1")).toBe(true)
+          expect(yield* records.remove(tenant, "course", "crs_1")).toBe(false)
+          expect(yield* records.get(tenant, "course", "crs_1")).toBeUndefined()
+          expect(yield* records.findUnique(tenant, "course", { name: "slug", value: "a" })).toBeUndefined()
+          expect(yield* records.findUnique("global", "course", { name: "secret", value: hash })).toBeUndefined()
+          const again = yield* records.insert(tenant, "course", "crs_1", { n: 3 }, [
+            { name: "slug", value: "a" },
+            { name: "secret", value: hash, global: true }
+          ])
+          expect(again.revision).toBe(1)
+        }))
+
+      it.effect("50 concurrent updates at the same expected revision: exactly one succeeds", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { n: 0 })
+          const results = yield* Effect.all(
+            Array.from({ length: 50 }, (_, i) =>
+              Effect.either(records.update(tenant, "course", "crs_1", { n: i + 1 }, { expectedRevision: 1 }))
+            ),
+            { concurrency: "unbounded" }
+          )
+          const won = results.filter((r) => r._tag === "Right")
+          expect(won).toHaveLength(1)
+          for (const r of results) {
+            if (r._tag === "Left") expect(r.left).toEqual(new RevisionConflict({ current: 2 }))
+          }
+          const current = yield* records.get(tenant, "course", "crs_1")
+          expect(current?.revision).toBe(2)
+          expect(current?.data).toEqual(won[0]?._tag === "Right" ? won[0].right.data : undefined)
+        }))
+    })
+
+    describe("Records: list", () => {
+      const list = (tenant: Tenant, where: ReadonlyArray<Where>, sort: SortSpec = byId, limit = 100) =>
+        Effect.flatMap(Records, (records) => records.list(tenant, "item", { where, sort, limit }))
+
+      it.effect("filters with eq (null matches missing), in, and combined conditions", () =>
+        Effect.gen(function* () {
+          const tenant = newTenant()
+          yield* seed(tenant)
+          expect(ids(yield* list(tenant, [{ field: "status", op: "eq", value: "open" }]))).toEqual([
+            "r_a",
+            "r_c",
+            "r_e",
+            "r_g"
+          ])
+          expect(ids(yield* list(tenant, [{ field: "title", op: "eq", value: null }]))).toEqual(["r_d", "r_e"])
+          expect(ids(yield* list(tenant, [{ field: "flag", op: "eq", value: true }]))).toEqual(["r_a", "r_f"])
+          expect(ids(yield* list(tenant, [{ field: "flag", op: "eq", value: false }]))).toEqual(["r_b"])
+          expect(ids(yield* list(tenant, [{ field: "rank", op: "eq", value: 2 }]))).toEqual(["r_b", "r_c"])
+          expect(ids(yield* list(tenant, [{ field: "title", op: "eq", value: "apple" }]))).toEqual(["r_c"])
+          expect(ids(yield* list(tenant, [{ field: "nothing", op: "eq", value: "x" }]))).toEqual([])
+          expect(ids(yield* list(tenant, [{ field: "status", op: "in", values: ["draft", "closed"] }]))).toEqual([
+            "r_b",
+            "r_d",
+            "r_f"
+          ])
+          expect(ids(yield* list(tenant, [{ field: "status", op: "in", values: [] }]))).toEqual([])
+          expect(
+            ids(
+              yield* list(tenant, [
+                { field: "status", op: "eq", value: "open" },
+                { field: "rank", op: "gte", value: 10 }
+              ])
+            )
+          ).toEqual(["r_a", "r_g"])
+        }))
+
+      it.effect("filters with gt/gte/lt/lte: numbers numerically, text by code unit, nulls never match", () =>
+        Effect.gen(function* () {
+          const tenant = newTenant()
+          yield* seed(tenant)
+          const range = (field: string, op: "gt" | "gte" | "lt" | "lte", value: string | number) =>
+            Effect.map(list(tenant, [{ field, op, value }]), ids)
+          expect(yield* range("rank", "gt", 2)).toEqual(["r_a", "r_g"])
+          expect(yield* range("rank", "gte", 2)).toEqual(["r_a", "r_b", "r_c", "r_g"])
+          expect(yield* range("rank", "lt", 2)).toEqual(["r_f"])
+          expect(yield* range("rank", "lte", 2)).toEqual(["r_b", "r_c", "r_f"])
+          expect(yield* range("rank", "gt", 9.5)).toEqual(["r_a", "r_g"])
+          // "Apple" < "apple" < "banana" < "cherry" in code-unit order.
+          expect(yield* range("title", "gt", "apple")).toEqual(["r_a", "r_f", "r_g"])
+          expect(yield* range("title", "gte", "apple")).toEqual(["r_a", "r_c", "r_f", "r_g"])
+          expect(yield* range("title", "lt", "apple")).toEqual(["r_b"])
+          expect(yield* range("title", "lte", "banana")).toEqual(["r_a", "r_b", "r_c", "r_g"])
+        }))
+
+      const orders: ReadonlyArray<readonly [string, SortSpec, ReadonlyArray<string>]> = [
+        // Nulls first ascending; ties (banana, rank 2) by id.
+        ["text asc", { field: "title", kind: "text", direction: "asc" }, ["r_d", "r_e", "r_b", "r_c", "r_a", "r_g", "r_f"]],
+        ["text desc", { field: "title", kind: "text", direction: "desc" }, ["r_f", "r_g", "r_a", "r_c", "r_b", "r_e", "r_d"]],
+        ["number asc", { field: "rank", kind: "number", direction: "asc" }, ["r_d", "r_e", "r_f", "r_b", "r_c", "r_a", "r_g"]],
+        ["number desc", { field: "rank", kind: "number", direction: "desc" }, ["r_g", "r_a", "r_c", "r_b", "r_f", "r_e", "r_d"]],
+        ["id asc", { field: "id", kind: "text", direction: "asc" }, ["r_a", "r_b", "r_c", "r_d", "r_e", "r_f", "r_g"]],
+        ["id desc", { field: "id", kind: "text", direction: "desc" }, ["r_g", "r_f", "r_e", "r_d", "r_c", "r_b", "r_a"]]
+      ]
+
+      for (const [label, sort, expected] of orders) {
+        it.effect(`sorts (${label}) and pages by keyset without gaps or repeats`, () =>
+          Effect.gen(function* () {
+            const records = yield* Records
+            const tenant = newTenant()
+            yield* seed(tenant)
+            expect(ids(yield* list(tenant, [], sort))).toEqual(expected)
+            expect(ids(yield* list(tenant, [], sort, 3))).toEqual(expected.slice(0, 3))
+            for (const limit of [1, 2, 3]) {
+              const seen: Array<string> = []
+              let after: { value: string | number | null; id: string } | undefined
+              for (let page = 0; page < 10; page++) {
+                const items = yield* records.list(tenant, "item", { where: [], sort, after, limit })
+                seen.push(...ids(items))
+                const last = items[items.length - 1]
+                if (items.length < limit || last === undefined) break
+                after = positionOf(last, sort)
+              }
+              expect(seen).toEqual(expected)
+            }
+          }))
+      }
+
+      it.effect("after is strictly after a position, null positions included, combined with filters", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seed(tenant)
+          const titleAsc: SortSpec = { field: "title", kind: "text", direction: "asc" }
+          const titleDesc: SortSpec = { ...titleAsc, direction: "desc" }
+          const page = (sort: SortSpec, after: { value: string | number | null; id: string }, where: ReadonlyArray<Where> = []) =>
+            Effect.map(records.list(tenant, "item", { where, sort, after, limit: 100 }), ids)
+          expect(yield* page(titleAsc, { value: "apple", id: "r_c" })).toEqual(["r_a", "r_g", "r_f"])
+          expect(yield* page(titleAsc, { value: "banana", id: "r_a" })).toEqual(["r_g", "r_f"])
+          expect(yield* page(titleAsc, { value: null, id: "r_d" })).toEqual(["r_e", "r_b", "r_c", "r_a", "r_g", "r_f"])
+          expect(yield* page(titleDesc, { value: "Apple", id: "r_b" })).toEqual(["r_e", "r_d"])
+          expect(yield* page(titleDesc, { value: null, id: "r_e" })).toEqual(["r_d"])
+          // A position need not be a stored record.
+          expect(yield* page(titleAsc, { value: "b", id: "r_z" })).toEqual(["r_a", "r_g", "r_f"])
+          expect(
+            yield* page({ field: "rank", kind: "number", direction: "asc" }, { value: 2, id: "r_b" }, [
+              { field: "status", op: "eq", value: "open" }
+            ])
+          ).toEqual(["r_c", "r_a", "r_g"])
+        }))
+
+      it.effect("lists only the tenant's records of the type", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seed(tenant)
+          yield* records.insert(tenant, "other", "r_x", { status: "open" })
+          yield* records.insert({ ...tenant, environment: "production" }, "item", "r_y", { status: "open" })
+          yield* records.insert(newTenant(), "item", "r_z", { status: "open" })
+          expect(ids(yield* list(tenant, []))).toEqual(fixture.map((f) => f.id))
+          expect(yield* list(newTenant(), [])).toEqual([])
+          expect(yield* list(tenant, [], byId, 0)).toEqual([])
+          const [first] = yield* list(tenant, [], byId, 1)
+          expect(first).toEqual({ type: "item", id: "r_a", tenant, revision: 1, data: fixture[0].data })
+        }))
+    })
+
+    describe("Records: count", () => {
+      const sorted = (groups: ReadonlyArray<{ readonly key: ReadonlyArray<unknown>; readonly count: number }>) =>
+        [...groups].sort((a, b) => (JSON.stringify(a.key) < JSON.stringify(b.key) ? -1 : 1))
+
+      it.effect("without groupBy: one row with key [], zero included", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          expect(yield* records.count(tenant, "item", [], [])).toEqual([{ key: [], count: 0 }])
+          yield* seed(tenant)
+          expect(yield* records.count(tenant, "item", [], [])).toEqual([{ key: [], count: 7 }])
+          expect(yield* records.count(tenant, "item", [{ field: "rank", op: "gte", value: 2 }], [])).toEqual([
+            { key: [], count: 4 }
+          ])
+          expect(yield* records.count(tenant, "item", [{ field: "status", op: "eq", value: "gone" }], [])).toEqual([
+            { key: [], count: 0 }
+          ])
+        }))
+
+      it.effect("with groupBy: one row per distinct combination, null for missing", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seed(tenant)
+          yield* records.insert(newTenant(), "item", "r_a", { status: "open" })
+          expect(sorted(yield* records.count(tenant, "item", [], ["status"]))).toEqual(
+            sorted([
+              { key: ["open"], count: 4 },
+              { key: ["closed"], count: 2 },
+              { key: ["draft"], count: 1 }
+            ])
+          )
+          expect(sorted(yield* records.count(tenant, "item", [], ["status", "flag"]))).toEqual(
+            sorted([
+              { key: ["open", true], count: 1 },
+              { key: ["open", null], count: 3 },
+              { key: ["closed", false], count: 1 },
+              { key: ["closed", true], count: 1 },
+              { key: ["draft", null], count: 1 }
+            ])
+          )
+          expect(
+            sorted(yield* records.count(tenant, "item", [{ field: "status", op: "in", values: ["open"] }], ["title"]))
+          ).toEqual(
+            sorted([
+              { key: ["banana"], count: 2 },
+              { key: ["apple"], count: 1 },
+              { key: [null], count: 1 }
+            ])
+          )
+          expect(yield* records.count(tenant, "item", [{ field: "status", op: "eq", value: "gone" }], ["status"])).toEqual(
+            []
+          )
+        }))
+    })
+
+    describe("Records: purge and prune", () => {
+      it.effect("purge removes the tenant's records of other types, frees their keys, and nothing else", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          const production = { ...tenant, environment: "production" as const }
+          const neighbour = newTenant()
+          const hash = fresh("hash")
+          yield* records.insert(tenant, "course", "crs_1", {}, [{ name: "slug", value: "a" }])
+          yield* records.insert(tenant, "course", "crs_2", {}, [{ name: "secret", value: hash, global: true }])
+          yield* records.insert(tenant, "lesson", "les_1", {})
+          yield* records.insert(tenant, "account", "acc_1", {})
+          yield* records.insert(tenant, "credential", "crd_1", {})
+          yield* records.insert(production, "course", "crs_1", {})
+          yield* records.insert(neighbour, "course", "crs_1", {})
+
+          expect(yield* records.purge(tenant, ["account", "credential"])).toBe(3)
+          expect(yield* records.get(tenant, "course", "crs_1")).toBeUndefined()
+          expect(yield* records.get(tenant, "lesson", "les_1")).toBeUndefined()
+          expect(yield* records.get(tenant, "account", "acc_1")).toBeDefined()
+          expect(yield* records.get(tenant, "credential", "crd_1")).toBeDefined()
+          expect(yield* records.get(production, "course", "crs_1")).toBeDefined()
+          expect(yield* records.get(neighbour, "course", "crs_1")).toBeDefined()
+          expect(yield* records.findUnique(tenant, "course", { name: "slug", value: "a" })).toBeUndefined()
+          expect(yield* records.findUnique("global", "course", { name: "secret", value: hash })).toBeUndefined()
+          yield* records.insert(tenant, "course", "crs_3", {}, [
+            { name: "slug", value: "a" },
+            { name: "secret", value: hash, global: true }
+          ])
+          expect(yield* records.purge(tenant, ["account", "credential", "course"])).toBe(0)
+          expect(yield* records.purge(newTenant(), [])).toBe(0)
+        }))
+
+      it.effect("prune removes the records of a type whose timestamp field is before the bound, in every tenant", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          // A type of its own: prune is not tenant-scoped, and other tests may share the store.
+          const type = fresh("log")
+          const other = fresh("log")
+          const [one, two] = [newTenant(), newTenant("production")]
+          yield* records.insert(one, type, "l_1", { at: "2024-01-01T00:00:00.000Z" }, [{ name: "k", value: "1" }])
+          yield* records.insert(one, type, "l_2", { at: "2024-03-01T00:00:00.000Z" })
+          yield* records.insert(two, type, "l_3", { at: "2024-02-29T23:59:59.999Z" })
+          yield* records.insert(two, type, "l_4", { at: "2024-03-01T00:00:00.001Z" })
+          yield* records.insert(two, type, "l_5", { other: "2020-01-01T00:00:00.000Z" })
+          yield* records.insert(one, other, "l_6", { at: "2020-01-01T00:00:00.000Z" })
+
+          expect(yield* records.prune(type, "at", "2024-03-01T00:00:00.000Z")).toBe(2)
+          expect(yield* records.get(one, type, "l_1")).toBeUndefined()
+          expect(yield* records.get(two, type, "l_3")).toBeUndefined()
+          expect(yield* records.get(one, type, "l_2")).toBeDefined()
+          expect(yield* records.get(two, type, "l_4")).toBeDefined()
+          expect(yield* records.get(two, type, "l_5")).toBeDefined()
+          expect(yield* records.get(one, other, "l_6")).toBeDefined()
+          expect(yield* records.findUnique(one, type, { name: "k", value: "1" })).toBeUndefined()
+          expect(yield* records.prune(type, "at", "2024-03-01T00:00:00.000Z")).toBe(0)
+        }))
+    })
+
+    describe("UnitOfWork", () => {
+      it.effect("a transaction commits all its writes; inside, reads see them", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_old", { n: 0 })
+          yield* records.insert(tenant, "course", "crs_gone", { n: 0 })
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+
+          const result = yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "course", "crs_new", { n: 1 }, [{ name: "slug", value: "new" }])
+              yield* records.update(tenant, "course", "crs_old", { n: 2 })
+              yield* records.remove(tenant, "course", "crs_gone")
+              yield* idempotency.complete(tenant, "key-1", "tok_1", { status: 201, headers: {}, body: { ok: true } })
+              expect((yield* records.get(tenant, "course", "crs_new"))?.data).toEqual({ n: 1 })
+              expect((yield* records.get(tenant, "course", "crs_old"))?.revision).toBe(2)
+              expect(yield* records.get(tenant, "course", "crs_gone")).toBeUndefined()
+              expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "new" }))?.id).toBe("crs_new")
+              expect(ids(yield* records.list(tenant, "course", { where: [], sort: byId, limit: 10 }))).toEqual([
+                "crs_new",
+                "crs_old"
+              ])
+              expect(yield* records.count(tenant, "course", [], [])).toEqual([{ key: [], count: 2 }])
+              return "done" as const
+            })
+          )
+          expect(result).toBe("done")
+          expect((yield* records.get(tenant, "course", "crs_new"))?.data).toEqual({ n: 1 })
+          expect((yield* records.get(tenant, "course", "crs_old"))?.data).toEqual({ n: 2 })
+          expect(yield* records.get(tenant, "course", "crs_gone")).toBeUndefined()
+          const claim = yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2"))
+          expect(claim._tag === "Existing" && claim.receipt.state).toBe("completed")
+        }))
+
+      it.effect("writes of a running transaction are invisible outside it, and outside reads do not wait", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { n: 1 })
+          const go = yield* Deferred.make<void>()
+          const seen = yield* Deferred.make<ReadonlyArray<unknown>>()
+          // Forked before the transaction starts: this fiber is outside of it.
+          const observer = yield* Effect.fork(
+            Effect.gen(function* () {
+              yield* Deferred.await(go)
+              const observed = [
+                yield* records.get(tenant, "course", "crs_2"),
+                (yield* records.get(tenant, "course", "crs_1"))?.data,
+                yield* records.findUnique(tenant, "course", { name: "slug", value: "two" }),
+                (yield* records.list(tenant, "course", { where: [], sort: byId, limit: 10 })).length
+              ]
+              yield* Deferred.succeed(seen, observed)
+            })
+          )
+          yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "course", "crs_2", {}, [{ name: "slug", value: "two" }])
+              yield* records.update(tenant, "course", "crs_1", { n: 2 })
+              yield* Deferred.succeed(go, undefined)
+              expect(yield* Deferred.await(seen)).toEqual([undefined, { n: 1 }, undefined, 1])
+            })
+          )
+          yield* Fiber.join(observer)
+          expect(yield* records.get(tenant, "course", "crs_2")).toBeDefined()
+          expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ n: 2 })
+        }))
+
+      const rollbackCase = (
+        label: string,
+        end: Effect.Effect<never, "boom">,
+        check: (exit: Exit.Exit<unknown, unknown>) => void
+      ) =>
+        it.effect(`a transaction that ${label} leaves nothing behind`, () =>
+          Effect.gen(function* () {
+            const records = yield* Records
+            const uow = yield* UnitOfWork
+            const idempotency = yield* Idempotency
+            const tenant = newTenant()
+            yield* records.insert(tenant, "course", "crs_old", { n: 0 }, [{ name: "slug", value: "old" }])
+            yield* records.insert(tenant, "course", "crs_gone", { n: 0 })
+            yield* records.insert(tenant, "lesson", "les_1", {})
+            yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+
+            const exit = yield* Effect.exit(
+              uow.transaction(
+                Effect.gen(function* () {
+                  yield* records.insert(tenant, "course", "crs_new", {}, [{ name: "slug", value: "new" }])
+                  yield* records.update(tenant, "course", "crs_old", { n: 1 }, { uniques: [] })
+                  yield* records.remove(tenant, "course", "crs_gone")
+                  yield* records.purge(tenant, ["course"])
+                  yield* idempotency.complete(tenant, "key-1", "tok_1", { status: 200, headers: {}, body: null })
+                  return yield* end
+                })
+              )
+            )
+            check(exit)
+            expect(yield* records.get(tenant, "course", "crs_new")).toBeUndefined()
+            expect(yield* records.get(tenant, "course", "crs_old")).toEqual({
+              type: "course",
+              id: "crs_old",
+              tenant,
+              revision: 1,
+              data: { n: 0 }
+            })
+            expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "old" }))?.id).toBe("crs_old")
+            expect(yield* records.findUnique(tenant, "course", { name: "slug", value: "new" })).toBeUndefined()
+            expect(yield* records.get(tenant, "course", "crs_gone")).toBeDefined()
+            expect(yield* records.get(tenant, "lesson", "les_1")).toBeDefined()
+            const claim = yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2"))
+            expect(claim._tag === "Existing" && claim.receipt).toEqual({
+              operationId: "op_create_course",
+              fingerprint: "fp_1",
+              state: "in_progress",
+              response: null,
+              expiresAt: 100_000
+            })
+            // The store is usable afterwards, transactions included.
+            yield* uow.transaction(records.insert(tenant, "course", "crs_new", {}, [{ name: "slug", value: "new" }]))
+            yield* records.update(tenant, "course", "crs_old", { n: 2 })
+          }))
+
+      rollbackCase("fails", Effect.fail("boom"), (exit) => expect(exit).toEqual(Exit.fail("boom")))
+      rollbackCase("dies", Effect.die("boom"), (exit) => {
+        expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      })
+
+      it.effect("a transaction interrupted while running leaves nothing behind", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          const ready = yield* Deferred.make<void>()
+          const fiber = yield* Effect.fork(
+            uow.transaction(
+              Effect.gen(function* () {
+                yield* records.insert(tenant, "course", "crs_1", {}, [{ name: "slug", value: "a" }])
+                yield* Deferred.succeed(ready, undefined)
+                return yield* Effect.never
+              })
+            )
+          )
+          yield* Deferred.await(ready)
+          yield* Fiber.interrupt(fiber)
+          expect(yield* records.get(tenant, "course", "crs_1")).toBeUndefined()
+          yield* records.insert(tenant, "course", "crs_1", {}, [{ name: "slug", value: "a" }])
+          yield* uow.transaction(records.update(tenant, "course", "crs_1", { n: 1 }))
+        }))
+
+      it.effect("a failed write inside a transaction can be recovered from; the rest commits", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "course", "crs_1", {}, [{ name: "slug", value: "a" }])
+              expect(yield* Effect.flip(records.insert(tenant, "course", "crs_2", {}, [{ name: "slug", value: "a" }]))).toEqual(
+                new UniqueViolation({ name: "slug" })
+              )
+              expect(yield* Effect.flip(records.insert(tenant, "course", "crs_1", {}))).toEqual(
+                new UniqueViolation({ name: "id" })
+              )
+              expect(
+                yield* Effect.flip(records.update(tenant, "course", "crs_1", {}, { expectedRevision: 7 }))
+              ).toEqual(new RevisionConflict({ current: 1 }))
+              yield* records.insert(tenant, "course", "crs_3", {})
+            })
+          )
+          expect(yield* records.get(tenant, "course", "crs_1")).toBeDefined()
+          expect(yield* records.get(tenant, "course", "crs_2")).toBeUndefined()
+          expect(yield* records.get(tenant, "course", "crs_3")).toBeDefined()
+        }))
+
+      it.effect("nested transactions join the outer one: they commit and roll back with it", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "course", "crs_1", {})
+              yield* uow.transaction(
+                Effect.gen(function* () {
+                  expect(yield* records.get(tenant, "course", "crs_1")).toBeDefined()
+                  yield* records.insert(tenant, "course", "crs_2", {})
+                  yield* uow.transaction(records.insert(tenant, "course", "crs_3", {}))
+                })
+              )
+              expect(yield* records.get(tenant, "course", "crs_3")).toBeDefined()
+            })
+          )
+          expect(ids(yield* records.list(tenant, "course", { where: [], sort: byId, limit: 10 }))).toEqual([
+            "crs_1",
+            "crs_2",
+            "crs_3"
+          ])
+
+          const exit = yield* Effect.exit(
+            uow.transaction(
+              Effect.gen(function* () {
+                yield* uow.transaction(records.insert(tenant, "course", "crs_4", {}))
+                return yield* Effect.fail("boom" as const)
+              })
+            )
+          )
+          expect(exit).toEqual(Exit.fail("boom"))
+          expect(yield* records.get(tenant, "course", "crs_4")).toBeUndefined()
+        }))
+
+      it.effect("concurrent fibers inside one transaction write into it", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          const exit = yield* Effect.exit(
+            uow.transaction(
+              Effect.gen(function* () {
+                yield* Effect.all(
+                  Array.from({ length: 5 }, (_, i) => records.insert(tenant, "course", `crs_${i}`, {})),
+                  { concurrency: "unbounded" }
+                )
+                expect(yield* records.count(tenant, "course", [], [])).toEqual([{ key: [], count: 5 }])
+                return yield* Effect.fail("boom" as const)
+              })
+            )
+          )
+          expect(exit).toEqual(Exit.fail("boom"))
+          expect(yield* records.count(tenant, "course", [], [])).toEqual([{ key: [], count: 0 }])
+        }))
+
+      it.effect("transactions are serialized: concurrent read-modify-write loses no update", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* records.insert(tenant, "counter", "cnt_1", { n: 0 })
+          const increment = uow.transaction(
+            Effect.gen(function* () {
+              const current = yield* records.get(tenant, "counter", "cnt_1")
+              const n = current?.data["n"]
+              yield* Effect.yieldNow()
+              yield* records.update(tenant, "counter", "cnt_1", { n: (typeof n === "number" ? n : 0) + 1 })
+            })
+          )
+          yield* Effect.all(Array.from({ length: 20 }, () => increment), { concurrency: "unbounded" })
+          const final = yield* records.get(tenant, "counter", "cnt_1")
+          expect(final?.data).toEqual({ n: 20 })
+          expect(final?.revision).toBe(21)
+        }))
+
+      it.effect("a plain write conflicting with a running transaction sees its outcome", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          const go = yield* Deferred.make<void>()
+          const outside = yield* Effect.fork(
+            Effect.zipRight(Deferred.await(go), Effect.either(records.insert(tenant, "course", "crs_1", { by: "plain" })))
+          )
+          yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "course", "crs_1", { by: "transaction" })
+              yield* Deferred.succeed(go, undefined)
+              // Give the plain write time to run into the transaction.
+              yield* Effect.sleep("50 millis")
+            })
+          )
+          const result = yield* Fiber.join(outside)
+          expect(result._tag === "Left" && result.left).toEqual(new UniqueViolation({ name: "id" }))
+          expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ by: "transaction" })
+        }))
+    })
+
+    describe("Idempotency", () => {
+      const existing = (claim: IdempotencyClaim) => (claim._tag === "Existing" ? claim.receipt : undefined)
+
+      it.effect("claim takes a free key; a second claim sees the receipt, without its token", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          expect(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))).toEqual({
+            _tag: "Claimed",
+            token: "tok_1"
+          })
+          const second = yield* idempotency.claim(
+            tenant,
+            "key-1",
+            { ...claimAttempt("tok_2", { now: 2_000 }), operationId: "op_other", fingerprint: "fp_2" }
+          )
+          expect(second).toEqual({
+            _tag: "Existing",
+            receipt: { operationId: "op_create_course", fingerprint: "fp_1", state: "in_progress", response: null, expiresAt: 100_000 }
+          })
+          expect(JSON.stringify(second)).not.toContain("tok_1")
+        }))
+
+      it.effect("keys are per tenant", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+          expect((yield* idempotency.claim(tenant, "key-2", claimAttempt("tok_2")))._tag).toBe("Claimed")
+          expect(
+            (yield* idempotency.claim({ ...tenant, environment: "production" }, "key-1", claimAttempt("tok_3")))._tag
+          ).toBe("Claimed")
+          expect((yield* idempotency.claim(newTenant(), "key-1", claimAttempt("tok_4")))._tag).toBe("Claimed")
+        }))
+
+      it.effect("complete records the response for the holder of the token only", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+          yield* idempotency.complete(tenant, "key-1", "tok_wrong", { status: 500, headers: {}, body: null })
+          expect(existing(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2")))?.state).toBe("in_progress")
+          const response = { status: 201, headers: { "content-type": "application/json", etag: '"1"' }, body: { id: "crs_1", n: [1, 2] } }
+          yield* idempotency.complete(tenant, "key-1", "tok_1", response)
+          expect(existing(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_3")))).toEqual({
+            operationId: "op_create_course",
+            fingerprint: "fp_1",
+            state: "completed",
+            response,
+            expiresAt: 100_000
+          })
+          // Completing a key nobody holds does nothing.
+          yield* idempotency.complete(tenant, "key-9", "tok_1", response)
+          expect((yield* idempotency.claim(tenant, "key-9", claimAttempt("tok_4")))._tag).toBe("Claimed")
+        }))
+
+      it.effect("release gives the key back, for the holder of the token only", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+          yield* idempotency.release(tenant, "key-1", "tok_wrong")
+          expect((yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2")))._tag).toBe("Existing")
+          yield* idempotency.release(tenant, "key-1", "tok_1")
+          expect(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_3"))).toEqual({ _tag: "Claimed", token: "tok_3" })
+          yield* idempotency.release(tenant, "key-404", "tok_1")
+        }))
+
+      it.effect("an expired receipt (expiresAt <= now) is taken over, completed or not", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1", { now: 1_000, expiresAt: 5_000 }))
+          yield* idempotency.complete(tenant, "key-1", "tok_1", { status: 200, headers: {}, body: null })
+          expect((yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2", { now: 4_999 })))._tag).toBe("Existing")
+          expect(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_3", { now: 5_000, expiresAt: 9_000 }))).toEqual({
+            _tag: "Claimed",
+            token: "tok_3"
+          })
+          expect(existing(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_4", { now: 6_000 })))).toEqual({
+            operationId: "op_create_course",
+            fingerprint: "fp_1",
+            state: "in_progress",
+            response: null,
+            expiresAt: 9_000
+          })
+          yield* idempotency.claim(tenant, "key-2", claimAttempt("tok_5", { now: 1_000, expiresAt: 5_000 }))
+          expect((yield* idempotency.claim(tenant, "key-2", claimAttempt("tok_6", { now: 7_000 })))._tag).toBe("Claimed")
+        }))
+
+      it.effect("an in-progress receipt claimed before staleBefore is taken over; its old holder loses it", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1", { now: 1_000 }))
+          expect(
+            (yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2", { now: 3_000, staleBefore: 1_000 })))._tag
+          ).toBe("Existing")
+          expect(
+            yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_3", { now: 3_000, staleBefore: 1_001 }))
+          ).toEqual({ _tag: "Claimed", token: "tok_3" })
+          // The new claim counts from its own time.
+          expect(
+            (yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_4", { now: 3_500, staleBefore: 2_000 })))._tag
+          ).toBe("Existing")
+          // The former holder can neither complete nor release it.
+          yield* idempotency.complete(tenant, "key-1", "tok_1", { status: 200, headers: {}, body: null })
+          yield* idempotency.release(tenant, "key-1", "tok_1")
+          expect(existing(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_5", { now: 3_600 })))?.state).toBe(
+            "in_progress"
+          )
+          yield* idempotency.complete(tenant, "key-1", "tok_3", { status: 201, headers: {}, body: { ok: true } })
+          // A completed receipt is never stale, only expired.
+          const late = yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_6", { now: 50_000, staleBefore: 49_000 }))
+          expect(existing(late)?.response).toEqual({ status: 201, headers: {}, body: { ok: true } })
+        }))
+
+      it.effect("complete inside a transaction commits with it", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+          yield* uow.transaction(idempotency.complete(tenant, "key-1", "tok_1", { status: 204, headers: {}, body: null }))
+          expect(existing(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2")))?.response).toEqual({
+            status: 204,
+            headers: {},
+            body: null
+          })
+        }))
+
+      it.effect("50 concurrent claims of one key: exactly one is Claimed", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          const claims = yield* Effect.all(
+            Array.from({ length: 50 }, (_, i) => idempotency.claim(tenant, "key-1", claimAttempt(`tok_${i}`))),
+            { concurrency: "unbounded" }
+          )
+          expect(claims.filter((c) => c._tag === "Claimed")).toHaveLength(1)
+          expect(claims.filter((c) => c._tag === "Existing")).toHaveLength(49)
+        }))
+    })
+
+    describe("RateLimitStore", () => {
+      const check = (key: string, limit = 10): RateCheck => ({ scope: "key", key, limit })
+
+      it.effect("counts admitted hits in the current window and reports the counts read before", () =>
+        Effect.gen(function* () {
+          const limiter = yield* RateLimitStore
+          const c = check(fresh("key"))
+          expect(yield* limiter.hit([c], W, WINDOW_MS, admitAll)).toEqual({
+            admitted: true,
+            counts: [{ previous: 0, current: 0 }]
+          })
+          expect(yield* limiter.hit([c], W, WINDOW_MS, admitAll)).toEqual({
+            admitted: true,
+            counts: [{ previous: 0, current: 1 }]
+          })
+          // A refused hit counts nothing.
+          expect(yield* limiter.hit([c], W, WINDOW_MS, refuseAll)).toEqual({
+            admitted: false,
+            counts: [{ previous: 0, current: 2 }]
+          })
+          expect((yield* limiter.hit([c], W, WINDOW_MS, admitAll)).counts).toEqual([{ previous: 0, current: 2 }])
+          // The next window sees this one as previous; the one after forgets it.
+          expect((yield* limiter.hit([c], W + WINDOW_MS, WINDOW_MS, admitAll)).counts).toEqual([{ previous: 3, current: 0 }])
+          expect((yield* limiter.hit([c], W + 2 * WINDOW_MS, WINDOW_MS, admitAll)).counts).toEqual([
+            { previous: 1, current: 0 }
+          ])
+          expect((yield* limiter.hit([c], W + 4 * WINDOW_MS, WINDOW_MS, admitAll)).counts).toEqual([
+            { previous: 0, current: 0 }
+          ])
+        }))
+
+      it.effect("several checks: admit sees all their counts, in order; all or none are counted", () =>
+        Effect.gen(function* () {
+          const limiter = yield* RateLimitStore
+          const [a, b] = [check(fresh("origin")), check(fresh("key"))]
+          yield* limiter.hit([a], W, WINDOW_MS, admitAll)
+          yield* limiter.hit([a], W, WINDOW_MS, admitAll)
+          const seen: Array<ReadonlyArray<WindowCounts>> = []
+          const refused = yield* limiter.hit([a, b], W, WINDOW_MS, (counts) => {
+            seen.push(counts)
+            return false
+          })
+          expect(refused).toEqual({ admitted: false, counts: [{ previous: 0, current: 2 }, { previous: 0, current: 0 }] })
+          expect(seen).toEqual([[{ previous: 0, current: 2 }, { previous: 0, current: 0 }]])
+          expect((yield* limiter.hit([b, a], W, WINDOW_MS, admitAll)).counts).toEqual([
+            { previous: 0, current: 0 },
+            { previous: 0, current: 2 }
+          ])
+          expect((yield* limiter.hit([a, b], W, WINDOW_MS, refuseAll)).counts).toEqual([
+            { previous: 0, current: 3 },
+            { previous: 0, current: 1 }
+          ])
+        }))
+
+      it.effect("50 concurrent hits with room for 10: exactly 10 are admitted", () =>
+        Effect.gen(function* () {
+          const limiter = yield* RateLimitStore
+          const c = check(fresh("key"))
+          const results = yield* Effect.all(
+            Array.from({ length: 50 }, () => limiter.hit([c], W, WINDOW_MS, (counts) => (counts[0]?.current ?? 0) < 10)),
+            { concurrency: "unbounded" }
+          )
+          expect(results.filter((r) => r.admitted)).toHaveLength(10)
+          expect((yield* limiter.hit([c], W, WINDOW_MS, refuseAll)).counts).toEqual([{ previous: 0, current: 10 }])
+          // Every admitted hit read a distinct count: no two read the same state.
+          expect(
+            results
+              .filter((r) => r.admitted)
+              .map((r) => r.counts[0]?.current)
+              .sort((x, y) => (x ?? 0) - (y ?? 0))
+          ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+        }))
+    })
+  })

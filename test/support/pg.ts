@@ -1,0 +1,30 @@
+/**
+ * A throwaway PostgreSQL database per test file, on the server of `DATABASE_URL`
+ * (default: the local CI server). Dropped when the scope closes.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { randomBytes } from "node:crypto"
+import { Context, Effect, Layer, Redacted, type Scope } from "effect"
+
+export const defaultDatabaseUrl = "postgres://postgres@127.0.0.1:5432/test"
+
+/** Create `syllabus_t_<random>` and return its URL; drop it (closing its connections) on close. */
+export const freshPgDatabase: Effect.Effect<{ readonly url: string }, never, Scope.Scope> = Effect.gen(function*() {
+  const serverUrl = process.env["DATABASE_URL"] ?? defaultDatabaseUrl
+  const name = `syllabus_t_${randomBytes(6).toString("hex")}`
+  const admin = Context.get(
+    yield* Layer.build(PgClient.layer({ url: Redacted.make(serverUrl), maxConnections: 1 })),
+    PgClient.PgClient
+  )
+  yield* admin`CREATE DATABASE ${admin(name)}`
+  // Registered after the admin pool, so it runs before that pool closes. FORCE: the pools of
+  // the tests may not have closed yet.
+  yield* Effect.addFinalizer(() =>
+    admin`DROP DATABASE IF EXISTS ${admin(name)} WITH (FORCE)`.pipe(
+      Effect.catchAll((error) => Effect.logWarning(`could not drop test database ${name}`, error))
+    )
+  )
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return { url: url.toString() }
+}).pipe(Effect.orDie)
