@@ -79,6 +79,7 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
   Records,
   {
     readonly get: (tenant: Tenant, type: string, id: string) => Effect.Effect<StoredRecord | undefined, StoreUnavailable>
+    /** A tenant finds its own keys; keys marked `global` are found with `"global"` only. */
     readonly findUnique: (
       tenant: Tenant | "global",
       type: string,
@@ -113,7 +114,7 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
     ) => Effect.Effect<ReadonlyArray<GroupCount>, StoreUnavailable>
     /** Remove every record of the tenant whose type is not in `keepTypes` (sandbox reset). */
     readonly purge: (tenant: Tenant, keepTypes: ReadonlyArray<string>) => Effect.Effect<number, StoreUnavailable>
-    /** Remove the tenant's records of `type` whose `field` is below `value` (retention). */
+    /** Remove, across all tenants, the records of `type` whose `field` (a timestamp) is below `before` (retention). */
     readonly prune: (
       type: string,
       field: string,
@@ -124,7 +125,10 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
 
 /**
  * One unit of work: every `Records` and `Idempotency.complete` call made inside `transaction`
- * commits together or not at all. Nested calls join the outer transaction.
+ * commits together or not at all, serializably. Nested calls join the outer transaction.
+ * A store may run the effect again when it lost a race with a concurrent unit of work
+ * (nothing of the lost run is kept), so the effect must do nothing but store work and
+ * pure computation.
  */
 export class UnitOfWork extends Context.Tag("@syllabus/core/UnitOfWork")<
   UnitOfWork,
@@ -161,7 +165,7 @@ export class Idempotency extends Context.Tag("@syllabus/core/Idempotency")<
   {
     /**
      * Take the key, unless a live receipt holds it. A receipt past `expiresAt`, or an
-     * in-progress one whose holder stopped renewing before `staleBefore` (epoch ms), is taken over.
+     * in-progress one claimed before `staleBefore` (epoch ms), is taken over.
      */
     readonly claim: (
       tenant: Tenant,
@@ -208,6 +212,7 @@ export class RateLimitStore extends Context.Tag("@syllabus/core/RateLimitStore")
      * Atomically: read the counts of the window starting at `windowStart` (epoch ms) and of
      * the one before it for every check, ask `admit` whether the request is allowed, and
      * only if it is, add one to every current window. Returns the counts that were read.
+     * Never part of a unit of work: a hit stays counted whatever happens to the request.
      */
     readonly hit: (
       checks: ReadonlyArray<RateCheck>,

@@ -5,24 +5,42 @@
  */
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { openAccount, type OpenAccountInput, type OpenedAccount } from "@syllabus/core"
+import { ManagedRuntime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Effect, ManagedRuntime } from "effect"
 import { app } from "./api.js"
 import { type SyllabusOptions, syllabusLayer } from "./layer.js"
 
-/** `handler(request) => Promise<Response>`; call `dispose()` on shutdown. */
-export const makeFetchHandler = <E>(options: SyllabusOptions<E>) =>
-  HttpApp.toWebHandlerLayer(app, syllabusLayer(options))
+export interface Embedding {
+  /** Open an account (an administrator and a credential per environment); secrets are in the result only. */
+  readonly openAccount: (input: OpenAccountInput) => Promise<OpenedAccount>
+  /** Release the store (connections, timers). */
+  readonly dispose: () => Promise<void>
+}
 
-/** A Node listener for `http.createServer(listener)` or a route of an existing server. */
+const embedding = <E>(options: SyllabusOptions<E>) => {
+  const runtime = ManagedRuntime.make(syllabusLayer(options))
+  return {
+    runtime,
+    openAccount: (input: OpenAccountInput) => runtime.runPromise(openAccount(input)),
+    dispose: () => runtime.dispose()
+  }
+}
+
+/** `handler(request) => Promise<Response>` for any host that speaks web-standard fetch. */
+export const makeFetchHandler = async <E>(
+  options: SyllabusOptions<E>
+): Promise<Embedding & { readonly handler: (request: Request) => Promise<Response> }> => {
+  const { runtime, ...rest } = embedding(options)
+  const handler = HttpApp.toWebHandlerRuntime(await runtime.runtime())(app)
+  return { ...rest, handler: (request) => handler(request) }
+}
+
+/** A Node listener for `http.createServer(listener)`, or for a path of an existing server. */
 export const makeNodeListener = async <E>(
   options: SyllabusOptions<E>
-): Promise<{
-  readonly listener: (req: IncomingMessage, res: ServerResponse) => void
-  readonly runtime: ManagedRuntime.ManagedRuntime<unknown, unknown>
-  readonly dispose: () => Promise<void>
-}> => {
-  const runtime = ManagedRuntime.make(syllabusLayer(options))
-  const listener = await runtime.runPromise(NodeHttpServer.makeHandler(app) as Effect.Effect<(req: IncomingMessage, res: ServerResponse) => void, never, never>)
-  return { listener, runtime: runtime as ManagedRuntime.ManagedRuntime<unknown, unknown>, dispose: () => runtime.dispose() }
+): Promise<Embedding & { readonly listener: (req: IncomingMessage, res: ServerResponse) => void }> => {
+  const { runtime, ...rest } = embedding(options)
+  const listener = await runtime.runPromise(NodeHttpServer.makeHandler(app))
+  return { ...rest, listener }
 }

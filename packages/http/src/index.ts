@@ -1,5 +1,5 @@
 export { app, operations } from "./api.js"
-export { makeFetchHandler, makeNodeListener } from "./embed.js"
+export { type Embedding, makeFetchHandler, makeNodeListener } from "./embed.js"
 export { type SyllabusOptions, syllabusLayer } from "./layer.js"
 export { type CryptoKeys, ephemeralKeys, makeNodeCrypto, NodeCrypto } from "./node-crypto.js"
 export { defineOperation, type Operation, type Reply } from "./operation.js"

@@ -237,12 +237,12 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
       // 8. Idempotency-Key and If-Match.
       const key = yield* checkIdempotencyKey(operation.idempotency, headerValues(request, "idempotency-key"))
       state.idempotencyKey = key ?? null
-      const ifMatchValues = headerValues(request, "if-match")
-      if (ifMatchValues.length > 0 && operation.ifMatch === undefined) {
-        return yield* Effect.fail(apiError("if_match_invalid", { details: [{ parameter: "If-Match", code: "not_allowed" }] }))
-      }
+      // If-Match only means something on operations that write a revisioned resource; elsewhere it is ignored.
       const scopedId = operation.scopedBy === undefined ? undefined : match.params[operation.scopedBy]
-      const expectedRevision = operation.ifMatch === undefined ? undefined : yield* parseIfMatch(ifMatchValues, operation.ifMatch, scopedId)
+      const expectedRevision =
+        operation.ifMatch === undefined
+          ? undefined
+          : yield* parseIfMatch(headerValues(request, "if-match"), operation.ifMatch, scopedId)
 
       // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
       const handle = operation

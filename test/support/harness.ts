@@ -1,0 +1,251 @@
+/**
+ * The contract suite's server: the real HTTP app on a real socket, on one store, with a
+ * demo account. Tests talk to it over HTTP only; the few things a client cannot do (move
+ * time, make a port fail, block an account) go through the operator handle, as an operator
+ * or an outage would.
+ */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import {
+  type AccountStatus,
+  Idempotency,
+  openAccount,
+  type OpenedAccount,
+  RateLimitStore,
+  Records,
+  setAccountStatus,
+  StoreUnavailable,
+  UnitOfWork
+} from "@syllabus/core"
+import { app, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
+import { MemoryStore } from "@syllabus/memory"
+import { pgLayer } from "@syllabus/pg"
+import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe } from "vitest"
+import { freshPgDatabase } from "./pg.js"
+
+// ---------------------------------------------------------------------------------------
+// Time the operator can move forward
+
+class OffsetClock implements Clock.Clock {
+  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
+  offsetMs = 0
+  private readonly live = Clock.make()
+  unsafeCurrentTimeMillis() {
+    return this.live.unsafeCurrentTimeMillis() + this.offsetMs
+  }
+  unsafeCurrentTimeNanos() {
+    return this.live.unsafeCurrentTimeNanos() + BigInt(this.offsetMs) * 1_000_000n
+  }
+  get currentTimeMillis() {
+    return Effect.sync(() => this.unsafeCurrentTimeMillis())
+  }
+  get currentTimeNanos() {
+    return Effect.sync(() => this.unsafeCurrentTimeNanos())
+  }
+  sleep = (duration: Parameters<Clock.Clock["sleep"]>[0]) => this.live.sleep(duration)
+}
+
+// ---------------------------------------------------------------------------------------
+// Ports that can be made to fail
+
+export type FaultyPort = "records" | "rate_limits" | "idempotency" | "unit_of_work"
+
+const down = Effect.fail(new StoreUnavailable({ cause: "injected outage" }))
+
+/** Wrap a store so that each port can be switched off, as an outage would. */
+const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<FaultyPort>) =>
+  Layer.effectContext(
+    Effect.gen(function* () {
+      const records = yield* Records
+      const uow = yield* UnitOfWork
+      const idempotency = yield* Idempotency
+      const rateLimits = yield* RateLimitStore
+      const guard =
+        (port: FaultyPort) =>
+        <Args extends ReadonlyArray<unknown>, A, E>(f: (...args: Args) => Effect.Effect<A, E>) =>
+        (...args: Args): Effect.Effect<A, E | StoreUnavailable> =>
+          Effect.suspend(() => (failing.has(port) ? down : f(...args)))
+      const r = guard("records")
+      return Context.make(Records, {
+        get: r(records.get),
+        findUnique: r(records.findUnique),
+        insert: r(records.insert),
+        update: r(records.update),
+        remove: r(records.remove),
+        list: r(records.list),
+        count: r(records.count),
+        purge: r(records.purge),
+        prune: r(records.prune)
+      }).pipe(
+        Context.add(UnitOfWork, {
+          transaction: (effect) => Effect.suspend(() => (failing.has("unit_of_work") ? down : uow.transaction(effect)))
+        }),
+        Context.add(Idempotency, {
+          claim: guard("idempotency")(idempotency.claim),
+          complete: guard("idempotency")(idempotency.complete),
+          release: guard("idempotency")(idempotency.release)
+        }),
+        Context.add(RateLimitStore, { hit: guard("rate_limits")(rateLimits.hit) })
+      )
+    })
+  ).pipe(Layer.provide(store))
+
+// ---------------------------------------------------------------------------------------
+// The server
+
+export interface Response {
+  readonly status: number
+  readonly headers: Headers
+  /** The parsed JSON body (`undefined` when empty). */
+  readonly body: any
+  readonly text: string
+}
+
+export interface RequestOptions {
+  /** Autonomous mode: sent as `Authorization: Bearer <secret>`. */
+  readonly secret?: string
+  readonly headers?: Record<string, string>
+  /** A JSON body (serialized, `Content-Type: application/json`). */
+  readonly json?: unknown
+  /** Raw bytes or text, with the headers given. */
+  readonly raw?: string | Uint8Array
+  /** `Idempotency-Key`: a fresh one is made for POSTs unless given or `null`. */
+  readonly idempotencyKey?: string | null
+}
+
+export interface Harness {
+  readonly store: "memory" | "postgresql"
+  readonly baseUrl: string
+  readonly account: OpenedAccount
+  readonly live: string
+  readonly test: string
+  request(method: string, path: string, options?: RequestOptions): Promise<Response>
+  /** Open another account (tenancy tests). */
+  openAccount(subdomain: string): Promise<OpenedAccount>
+  setAccountStatus(accountId: string, status: AccountStatus): Promise<void>
+  /** Move the server's clock forward. */
+  advance(ms: number): void
+  fail(port: FaultyPort, failing?: boolean): void
+  close(): Promise<void>
+}
+
+export interface HarnessOptions {
+  readonly rateLimits?: "on" | "off"
+  readonly settings?: Partial<ServerSettingsShape>
+}
+
+let keyCounter = 0
+export const freshKey = (): string => `k-${process.pid}-${Date.now()}-${++keyCounter}`
+
+export const startHarness = async (
+  store: "memory" | "postgresql",
+  options: HarnessOptions = {}
+): Promise<Harness> => {
+  const scope = Effect.runSync(Scope.make())
+  const storeLayer: Layer.Layer<StoreServices, unknown> =
+    store === "memory"
+      ? MemoryStore
+      : Layer.unwrapEffect(
+          Effect.map(Scope.extend(freshPgDatabase, scope), ({ url }) => pgLayer(url, { maxConnections: 20 }))
+        )
+  const clock = new OffsetClock()
+  const failing = new Set<FaultyPort>()
+  const layer = Layer.merge(
+    syllabusLayer({
+      store: withFaults(storeLayer, failing),
+      rateLimits: options.rateLimits ?? "off",
+      ...(options.settings ? { settings: options.settings } : {})
+    }),
+    Layer.setClock(clock)
+  )
+  const runtime = ManagedRuntime.make(layer)
+  const run = <A, E>(effect: Effect.Effect<A, E, any>): Promise<A> => runtime.runPromise(effect as Effect.Effect<A, E, never>)
+  const listener = await run(NodeHttpServer.makeHandler(app))
+  const server: Server = createServer(listener as (req: IncomingMessage, res: ServerResponse) => void)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+
+  const open = (subdomain: string) =>
+    run(
+      openAccount({
+        name: `Account ${subdomain}`,
+        subdomain,
+        administrator: { email: `admin@${subdomain}.example`, name: "Admin", password: "correct horse battery" }
+      })
+    )
+  const account = await open(`acct-${Date.now()}-${Math.floor(Math.random() * 1e6)}`)
+  const secretOf = (env: "production" | "sandbox") => account.credentials.find((c) => c.environment === env)!.secret
+
+  const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<Response> => {
+    const headers: Record<string, string> = { ...opts.headers }
+    if (opts.secret !== undefined) headers["authorization"] = `Bearer ${opts.secret}`
+    let body: string | Uint8Array | undefined = opts.raw
+    if (opts.json !== undefined) {
+      body = JSON.stringify(opts.json)
+      headers["content-type"] ??= "application/json"
+    }
+    if (method === "POST" && opts.idempotencyKey !== null && !("idempotency-key" in lower(headers))) {
+      headers["idempotency-key"] = opts.idempotencyKey ?? freshKey()
+    }
+    const res = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) })
+    const text = await res.text()
+    let parsed: unknown
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      parsed = undefined
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text }
+  }
+
+  return {
+    store,
+    baseUrl,
+    account,
+    live: secretOf("production"),
+    test: secretOf("sandbox"),
+    request,
+    openAccount: open,
+    setAccountStatus: async (accountId, status) => {
+      await run(setAccountStatus(accountId, status))
+    },
+    advance: (ms) => {
+      clock.offsetMs += ms
+    },
+    fail: (port, on = true) => {
+      if (on) failing.add(port)
+      else failing.delete(port)
+    },
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeAllConnections?.()
+      await runtime.dispose()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  }
+}
+
+const lower = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]))
+
+export const stores = ["memory", "postgresql"] as const
+
+/**
+ * Run a block of contract tests once per store, each on its own server (and, on
+ * PostgreSQL, its own database). `h()` is the running harness.
+ */
+export const eachStore = (title: string, body: (h: () => Harness) => void, options: HarnessOptions = {}) => {
+  for (const store of stores) {
+    describe(`${title} [${store}]`, () => {
+      let harness: Harness | undefined
+      beforeAll(async () => {
+        harness = await startHarness(store, options)
+      }, 60_000)
+      afterAll(async () => {
+        await harness?.close()
+      }, 60_000)
+      body(() => harness!)
+    })
+  }
+}
