@@ -26,7 +26,8 @@ import {
   type StoredRecord,
   StoreUnavailable,
   type Tenant,
-  UnitOfWork
+  UnitOfWork,
+  type Where
 } from "./ports.js"
 import { Enum, List, PublicId, Text, Timestamp } from "./schema.js"
 import { formatTimestamp, parseTimestamp } from "./time.js"
@@ -92,7 +93,18 @@ export interface AdminLink {
 }
 
 /** Fields of the stored record that are never part of the representation. */
-const internalFields = ["secret_hash", "previous_secret_hash", "previous_secret_valid_until", "policy_versions", "administrators"] as const
+const internalFields = [
+  "secret_hash",
+  "previous_secret_hash",
+  "previous_secret_valid_until",
+  "policy_versions",
+  "administrators",
+  "expires_sort"
+] as const
+
+/** `expires_at`, with "never" as the far future, so that a store filter can find the expired ones. */
+const NEVER = "9999-12-31T23:59:59.999Z"
+const expirySort = (expiresAt: Json | undefined): string => (typeof expiresAt === "string" ? expiresAt : NEVER)
 
 const str = (v: Json | undefined): string | null => (typeof v === "string" ? v : null)
 
@@ -176,6 +188,7 @@ export const credentialData = (input: {
     created_at: at,
     updated_at: at,
     expires_at: input.expiresAt,
+    expires_sort: expirySort(input.expiresAt),
     revoked_at: null,
     created_by: input.createdBy,
     revoked_by: null,
@@ -291,6 +304,21 @@ export const issueCredential = Effect.fn("Credentials.issue")(function* (body: t
   return { record, view: credentialView(record, now, { secretValue: secret.value }) }
 })
 
+/** The store conditions of a status as clients see it (`expired` is derived from `expires_at`). */
+const statusFilter = (status: string | undefined, now: string): ReadonlyArray<Where> => {
+  const unexpired: Where = { field: "expires_sort", op: "gt", value: now }
+  switch (status) {
+    case undefined:
+      return []
+    case "expired":
+      return [{ field: "status", op: "in", values: ["active", "suspended"] }, { field: "expires_sort", op: "lte", value: now }]
+    case "revoked":
+      return [{ field: "status", op: "eq", value: "revoked" }]
+    default:
+      return [{ field: "status", op: "eq", value: status }, unexpired]
+  }
+}
+
 export const listCredentials = Effect.fn("Credentials.list")(function* (query: {
   readonly limit: number
   readonly cursor: string | undefined
@@ -300,10 +328,8 @@ export const listCredentials = Effect.fn("Credentials.list")(function* (query: {
   const caller = yield* Caller
   const now = yield* Clock.currentTimeMillis
   const visible = caller.grant.get("credentials.read")
-  const where = [
-    ...(query.status === "expired" || query.status === undefined
-      ? []
-      : [{ field: "status", op: "eq" as const, value: query.status }]),
+  const where: Array<Where> = [
+    ...statusFilter(query.status, formatTimestamp(now)),
     ...(visible !== undefined && visible !== "all" ? [{ field: "id", op: "in" as const, values: [...visible] }] : [])
   ]
   const sort = query.sort ?? "-created_at"
@@ -316,9 +342,7 @@ export const listCredentials = Effect.fn("Credentials.list")(function* (query: {
     cursor: query.cursor,
     collection: `credentials?status=${query.status ?? ""}`
   }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(apiError("credential_state_unverifiable", { internal: e }))))
-  const views = items.map((r) => credentialView(r, now))
-  const filtered = query.status === undefined ? views : views.filter((v) => v.status === query.status)
-  return { data: filtered, page }
+  return { data: items.map((r) => credentialView(r, now)), page }
 })
 
 /** Apply a change to one credential in a unit of work with its audit entry; `If-Match` as `expectedRevision`. */
@@ -347,7 +371,8 @@ const changeCredential = (
               ? [{ name: "previous_" + SECRET_HASH_KEY, value: next.previous_secret_hash, global: true }]
               : [])
           ]
-          const saved = yield* records.update(caller.tenant, CREDENTIAL_TYPE, id, { ...next, updated_at: formatTimestamp(now) }, {
+          const data = { ...next, expires_sort: expirySort(next.expires_at), updated_at: formatTimestamp(now) }
+          const saved = yield* records.update(caller.tenant, CREDENTIAL_TYPE, id, data, {
             expectedRevision: current.revision,
             uniques
           })

@@ -40,7 +40,10 @@ export interface PageRequest {
   readonly sort: SortSpec
   readonly limit: number
   readonly cursor: string | undefined
-  /** Everything that defines the collection besides `where` (e.g. the route), for binding. */
+  /**
+   * What the client asked for: the collection and its filters as given. The cursor is bound
+   * to it and to the sort (not to `where`, which may hold derived values such as "now").
+   */
   readonly collection: string
 }
 
@@ -58,7 +61,7 @@ export const paginate = Effect.fn("paginate")(function* (request: PageRequest) {
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis
   const binding = crypto
-    .sha256Hex(JSON.stringify([request.collection, request.tenant, request.sort, request.where]))
+    .sha256Hex(JSON.stringify([request.collection, request.tenant, request.sort]))
     .slice(0, 24)
 
   const sign = (payload: CursorPayload): string => {
