@@ -391,7 +391,7 @@ const changeCredential = (
 
 /** Credential management on a revoked credential is 422 `credential_revoked` (§7). */
 const requireNotRevoked = (record: StoredRecord) =>
-  record.data.status === "revoked" ? Effect.fail(apiError("credential_revoked", { details: [] })) : Effect.void
+  record.data.status === "revoked" ? Effect.fail(apiError("credential_revoked", { statusOverride: 422 })) : Effect.void
 
 export const updateCredential = Effect.fn("Credentials.update")(function* (
   id: string,

@@ -143,9 +143,14 @@ export class ApiError extends Data.TaggedError("ApiError")<{
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** A cause kept for the server log only; never sent. */
   readonly internal?: unknown
+  /**
+   * Where the contract gives one code two statuses: `credential_revoked` is 401 when
+   * authenticating, 422 on credential management operations.
+   */
+  readonly statusOverride?: 422 | undefined
 }> {
   get status(): number {
-    return errorStatus[this.code]
+    return this.statusOverride ?? errorStatus[this.code]
   }
 }
 
@@ -155,6 +160,7 @@ export interface FailOptions {
   readonly params?: Readonly<Record<string, string | number>>
   readonly headers?: Readonly<Record<string, string>>
   readonly internal?: unknown
+  readonly statusOverride?: 422
 }
 
 /** Build an `ApiError`: `fail("not_found")`, `fail("validation_failed", { details })`. */
@@ -165,7 +171,8 @@ export const apiError = (code: ErrorCode, options: FailOptions = {}): ApiError =
     reason: options.reason,
     params: options.params,
     headers: options.headers,
-    internal: options.internal
+    internal: options.internal,
+    statusOverride: options.statusOverride
   })
 
 /** A 422 `validation_failed` with each problem itemized. */

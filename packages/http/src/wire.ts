@@ -32,7 +32,68 @@ export const isJsonContentType = (contentType: string): boolean => {
   })
 }
 
-const tooLarge = apiError("payload_too_large")
+/** Over the cap the connection is closed after the answer: the rest of the body is never read. */
+const tooLarge = apiError("payload_too_large", { headers: { connection: "close" } })
+
+const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array | undefined => {
+  if (size === 0) return undefined
+  const out = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    out.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return out
+}
+
+/** The Node request under a platform request, when there is one. */
+interface NodeSource {
+  on(event: "data", listener: (chunk: Buffer) => void): unknown
+  on(event: "end" | "close", listener: () => void): unknown
+  on(event: "error", listener: (error: unknown) => void): unknown
+  off(event: string, listener: (...args: Array<never>) => void): unknown
+  resume(): unknown
+}
+const nodeSourceOf = (request: HttpServerRequest): NodeSource | undefined => {
+  const source = request.source as Partial<NodeSource> | undefined
+  return source && typeof source.on === "function" && typeof source.resume === "function" ? (source as NodeSource) : undefined
+}
+
+/**
+ * Read a Node body without destroying the request when it is too large (destroying it would
+ * reset the connection before the 413 is written): past the cap, stop keeping the bytes and
+ * let Node discard the rest.
+ */
+const readNodeBody = (source: NodeSource) =>
+  Effect.async<Uint8Array | undefined, ApiError>((resume) => {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    const detach = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength
+      if (size > MAX_BODY_BYTES) {
+        detach()
+        source.resume()
+        resume(Effect.fail(tooLarge))
+      } else chunks.push(chunk)
+    }
+    const onEnd = () => {
+      detach()
+      resume(Effect.succeed(concat(chunks, size)))
+    }
+    const onError = (error: unknown) => {
+      detach()
+      resume(Effect.fail(apiError("malformed_json", { internal: error })))
+    }
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    return Effect.sync(detach)
+  })
 
 /** Read the body, refusing more than 1 MiB however it is framed. */
 export const readBody = (request: HttpServerRequest): Effect.Effect<Uint8Array | undefined, ApiError> => {
@@ -40,6 +101,8 @@ export const readBody = (request: HttpServerRequest): Effect.Effect<Uint8Array |
   const chunked = request.headers["transfer-encoding"] !== undefined
   if (!chunked && (length === undefined || length === "0")) return Effect.succeed(undefined)
   if (length !== undefined && Number(length) > MAX_BODY_BYTES) return Effect.fail(tooLarge)
+  const node = nodeSourceOf(request)
+  if (node) return readNodeBody(node)
   return Stream.runFoldEffect(request.stream, { chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
     const size = acc.size + chunk.byteLength
     if (size > MAX_BODY_BYTES) return Effect.fail(tooLarge)
@@ -47,16 +110,7 @@ export const readBody = (request: HttpServerRequest): Effect.Effect<Uint8Array |
     return Effect.succeed({ chunks: acc.chunks, size })
   }).pipe(
     Effect.mapError((e) => (e === tooLarge ? tooLarge : apiError("malformed_json", { internal: e }))),
-    Effect.map(({ chunks, size }) => {
-      if (size === 0) return undefined
-      const out = new Uint8Array(size)
-      let offset = 0
-      for (const chunk of chunks) {
-        out.set(chunk, offset)
-        offset += chunk.byteLength
-      }
-      return out
-    })
+    Effect.map(({ chunks, size }) => concat(chunks, size))
   )
 }
 
