@@ -36,6 +36,39 @@ export interface RequestLogEntry {
   readonly created_at: string
 }
 
+/** Fields of a request-log entry, in order. */
+export const requestFields: ReadonlyArray<keyof RequestLogEntry> = [
+  "object",
+  "id",
+  "method",
+  "path",
+  "operation_id",
+  "status",
+  "outcome",
+  "error_code",
+  "credential_id",
+  "administrator_id",
+  "client_request_id",
+  "idempotency_key",
+  "idempotent_replayed",
+  "duration_ms",
+  "environment",
+  "created_at"
+]
+
+export const auditEntryFields = [
+  "object",
+  "id",
+  "action",
+  "resource_type",
+  "resource_id",
+  "actor",
+  "request_id",
+  "changes",
+  "environment",
+  "created_at"
+] as const
+
 export const outcomeOf = (status: number): string =>
   status === 429 ? "rate_limited" : status >= 500 ? "server_error" : status >= 400 ? "client_error" : "success"
 

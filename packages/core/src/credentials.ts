@@ -92,16 +92,6 @@ export interface AdminLink {
   readonly linked_at: string
 }
 
-/** Fields of the stored record that are never part of the representation. */
-const internalFields = [
-  "secret_hash",
-  "previous_secret_hash",
-  "previous_secret_valid_until",
-  "policy_versions",
-  "administrators",
-  "expires_sort"
-] as const
-
 /** `expires_at`, with "never" as the far future, so that a store filter can find the expired ones. */
 const NEVER = "9999-12-31T23:59:59.999Z"
 const expirySort = (expiresAt: Json | undefined): string => (typeof expiresAt === "string" ? expiresAt : NEVER)
@@ -118,24 +108,51 @@ export const effectiveStatus = (data: JsonObject, now: number): string => {
   return status
 }
 
+/** The fields of the credential resource (§2.3), in the order they are written. */
+const viewFields = [
+  "object",
+  "id",
+  "name",
+  "purpose",
+  "auth_mode",
+  "environment",
+  "status",
+  "created_at",
+  "updated_at",
+  "expires_at",
+  "revoked_at",
+  "created_by",
+  "revoked_by",
+  "human",
+  "policy",
+  "policies",
+  "revision",
+  "secret"
+] as const
+
+const secretFields = ["configured", "issued_at", "last4", "rotated_at", "valid_until", "version"] as const
+
 /** The credential resource of §2.3. `secretValue` only in the responses that show it once. */
 export const credentialView = (
   record: StoredRecord,
   now: number,
   options: { readonly secretValue?: string; readonly human?: JsonObject | null } = {}
 ): JsonObject => {
-  const out: Record<string, Json> = {}
-  for (const [key, value] of Object.entries(record.data)) {
-    if (!(internalFields as ReadonlyArray<string>).includes(key)) out[key] = value
-  }
-  const secret = record.data.secret as JsonObject
-  return {
-    ...out,
+  const stored = record.data.secret as JsonObject
+  const secret: Record<string, Json> = {}
+  for (const field of secretFields) secret[field] = stored[field] ?? null
+  if (options.secretValue !== undefined) secret.value = options.secretValue
+  const computed: Record<string, Json> = {
     status: effectiveStatus(record.data, now),
+    policies: policiesOf(record.data).map((p) => ({ capabilities: p.capabilities, template: p.template, resources: p.resources })) as Json,
+    policy: { active_version: (record.data.policy as JsonObject).active_version!, auth_revision: (record.data.policy as JsonObject).auth_revision! },
     human: options.human ?? null,
     revision: record.revision,
-    secret: options.secretValue === undefined ? secret : { ...secret, value: options.secretValue }
+    secret
   }
+  const out: Record<string, Json> = {}
+  for (const field of viewFields) out[field] = field in computed ? computed[field]! : (record.data[field] ?? null)
+  return out
 }
 
 export const credentialEtag = (record: StoredRecord): string => `W/"credential:${record.id}:${record.revision}"`

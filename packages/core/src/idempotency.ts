@@ -38,10 +38,10 @@ export const NOT_REPLAYABLE_HEADER = "x-syllabus-not-replayable"
 /** What the first use of the key said, for the request repeating it. */
 const answerTo = (
   receipt: IdempotencyReceipt,
-  operationId: string,
+  resource: string,
   fingerprint: string
 ): Effect.Effect<RecordedResponse, ApiError> => {
-  if (receipt.operationId !== operationId) {
+  if (receipt.operationId !== resource) {
     return Effect.fail(apiError("idempotency_key_reused", { reason: "different_resource" }))
   }
   if (receipt.fingerprint !== fingerprint) {
@@ -67,19 +67,21 @@ export type IdempotentOutcome =
 export const runIdempotent = <E, R>(
   tenant: Tenant,
   key: string,
-  request: { readonly operationId: string; readonly path: string; readonly body: string },
+  request: { readonly operationId: string; readonly path: string; readonly query: string; readonly body: string },
   execute: (complete: (response: RecordedResponse) => Effect.Effect<void, ApiError>) => Effect.Effect<RecordedResponse, E, R>
 ): Effect.Effect<IdempotentOutcome, E | ApiError, R | Idempotency | Crypto> =>
   Effect.gen(function* () {
     const store = yield* Idempotency
     const crypto = yield* Crypto
     const now = yield* Clock.currentTimeMillis
-    const fingerprint = crypto.sha256Hex(`${request.path}\n${request.body}`)
+    // The resource is the operation on its path; the body is everything else the client sent.
+    const resource = `${request.operationId} ${request.path}`
+    const fingerprint = crypto.sha256Hex(`${request.query}\n${request.body}`)
     const token = Buffer.from(crypto.randomBytes(16)).toString("hex")
     const unavailable = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
     const claim = yield* store
       .claim(tenant, key, {
-        operationId: request.operationId,
+        operationId: resource,
         fingerprint,
         token,
         now,
@@ -88,7 +90,7 @@ export const runIdempotent = <E, R>(
       })
       .pipe(Effect.mapError(unavailable))
     if (claim._tag === "Existing") {
-      const response = yield* answerTo(claim.receipt, request.operationId, fingerprint)
+      const response = yield* answerTo(claim.receipt, resource, fingerprint)
       return { _tag: "Replayed" as const, response }
     }
     const complete = (response: RecordedResponse) =>

@@ -145,7 +145,7 @@ export interface RecordedResponse {
 }
 
 export interface IdempotencyReceipt {
-  /** The operation the key was first used on, and a hash of its path and body. */
+  /** The operation and path the key was first used on, and a hash of the rest of the request. */
   readonly operationId: string
   readonly fingerprint: string
   readonly state: "in_progress" | "completed"

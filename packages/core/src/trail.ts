@@ -1,11 +1,12 @@
 /** Reading the audit trail: `/requests` and `/audit-entries`, newest first, 30 days. */
 import { Clock, Effect, Option } from "effect"
-import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
+import { AUDIT_ENTRY_TYPE, auditEntryFields, AUDIT_RETENTION_MS, REQUEST_TYPE, requestFields } from "./audit.js"
 import { Caller } from "./context.js"
 import { apiError } from "./errors.js"
 import { paginate } from "./pagination.js"
 import { Records, type Where } from "./ports.js"
 import { formatTimestamp, parseTimestamp } from "./time.js"
+import { inOrder } from "./views.js"
 
 export interface TrailQuery {
   readonly limit: number
@@ -17,7 +18,7 @@ export interface TrailQuery {
   readonly filters: Readonly<Record<string, string | number | undefined>>
 }
 
-const readTrail = (type: string) =>
+const readTrail = (type: string, fields: ReadonlyArray<string>) =>
   Effect.fn(`Trail.list.${type}`)(function* (query: TrailQuery) {
     const caller = yield* Caller
     const now = yield* Clock.currentTimeMillis
@@ -43,13 +44,13 @@ const readTrail = (type: string) =>
       cursor: query.cursor,
       collection: `${type}:${JSON.stringify([query.filters, after ?? null, before ?? null])}`
     }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(apiError("audit_unavailable", { internal: e }))))
-    return { data: items.map((r) => r.data), page }
+    return { data: items.map((r) => inOrder(r.data, fields)), page }
   })
 
-export const listRequests = readTrail(REQUEST_TYPE)
-export const listAuditEntries = readTrail(AUDIT_ENTRY_TYPE)
+export const listRequests = readTrail(REQUEST_TYPE, requestFields)
+export const listAuditEntries = readTrail(AUDIT_ENTRY_TYPE, auditEntryFields)
 
-const getTrail = (type: string) =>
+const getTrail = (type: string, fields: ReadonlyArray<string>) =>
   Effect.fn(`Trail.get.${type}`)(function* (id: string) {
     const caller = yield* Caller
     const records = yield* Records
@@ -61,8 +62,8 @@ const getTrail = (type: string) =>
     if (!record || typeof createdAt !== "string" || Date.parse(createdAt) < now - AUDIT_RETENTION_MS) {
       return yield* Effect.fail(apiError("not_found"))
     }
-    return record.data
+    return inOrder(record.data, fields)
   })
 
-export const getRequest = getTrail(REQUEST_TYPE)
-export const getAuditEntry = getTrail(AUDIT_ENTRY_TYPE)
+export const getRequest = getTrail(REQUEST_TYPE, requestFields)
+export const getAuditEntry = getTrail(AUDIT_ENTRY_TYPE, auditEntryFields)

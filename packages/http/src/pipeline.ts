@@ -208,7 +208,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
               key: `key:${caller.credential.id}`,
               limit: Math.min(rateConfig.limits.credential[env], rateConfig.limits.account[env])
             }
-          ]).pipe(Effect.tapError(() => Effect.sync(setRateHeaders)))
+          ])
         )
         setRateHeaders()
       }
@@ -259,7 +259,12 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
       const outcome = yield* runIdempotent(
         caller.tenant,
         key,
-        { operationId: operation.id, path: request.url, body: bytes === undefined ? "" : Buffer.from(bytes).toString("utf8") },
+        {
+          operationId: operation.id,
+          path: rawPath,
+          query: search,
+          body: bytes === undefined ? "" : Buffer.from(bytes).toString("utf8")
+        },
         (complete) =>
           uow
             .transaction(
@@ -350,8 +355,9 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
     }
 
     const headers: Record<string, string> = {
-      ...Object.fromEntries(Object.entries(extraHeaders).filter(([name]) => name !== NOT_REPLAYABLE_HEADER)),
       ...state.headers,
+      // The answer's own headers win: a 429 carries the figures of the scope that refused it.
+      ...Object.fromEntries(Object.entries(extraHeaders).filter(([name]) => name !== NOT_REPLAYABLE_HEADER)),
       "x-request-id": state.requestId,
       "x-service-release": RELEASE,
       ...(state.replayed ? { "idempotent-replayed": "true" } : {})
