@@ -118,6 +118,8 @@ export interface RequestOptions {
 export interface Harness {
   readonly store: "memory" | "postgresql"
   readonly baseUrl: string
+  /** PostgreSQL only: the database this server uses. */
+  readonly databaseUrl: string | undefined
   readonly account: OpenedAccount
   readonly live: string
   readonly test: string
@@ -134,6 +136,10 @@ export interface Harness {
 export interface HarnessOptions {
   readonly rateLimits?: "on" | "off"
   readonly settings?: Partial<ServerSettingsShape>
+  /** PostgreSQL: serve an existing database (a second server process of one service) instead of a fresh one. */
+  readonly databaseUrl?: string
+  /** Use this account instead of opening one (with `databaseUrl`). */
+  readonly account?: OpenedAccount
 }
 
 let keyCounter = 0
@@ -144,12 +150,12 @@ export const startHarness = async (
   options: HarnessOptions = {}
 ): Promise<Harness> => {
   const scope = Effect.runSync(Scope.make())
-  const storeLayer: Layer.Layer<StoreServices, unknown> =
+  const databaseUrl =
     store === "memory"
-      ? MemoryStore
-      : Layer.unwrapEffect(
-          Effect.map(Scope.extend(freshPgDatabase, scope), ({ url }) => pgLayer(url, { maxConnections: 20 }))
-        )
+      ? undefined
+      : (options.databaseUrl ?? (await Effect.runPromise(Scope.extend(freshPgDatabase, scope))).url)
+  const storeLayer: Layer.Layer<StoreServices, unknown> =
+    databaseUrl === undefined ? MemoryStore : pgLayer(databaseUrl, { maxConnections: 20 })
   const clock = new OffsetClock()
   const failing = new Set<FaultyPort>()
   const layer = Layer.merge(
@@ -175,7 +181,7 @@ export const startHarness = async (
         administrator: { email: `admin@${subdomain}.example`, name: "Admin", password: "correct horse battery" }
       })
     )
-  const account = await open(`acct-${Date.now()}-${Math.floor(Math.random() * 1e6)}`)
+  const account = options.account ?? (await open(`acct-${Date.now()}-${Math.floor(Math.random() * 1e6)}`))
   const secretOf = (env: "production" | "sandbox") => account.credentials.find((c) => c.environment === env)!.secret
 
   const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<Response> => {
@@ -203,6 +209,7 @@ export const startHarness = async (
   return {
     store,
     baseUrl,
+    databaseUrl,
     account,
     live: secretOf("production"),
     test: secretOf("sandbox"),

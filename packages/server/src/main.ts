@@ -9,7 +9,8 @@ import { syllabusLayer, app } from "@syllabus/http"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Effect, Layer } from "effect"
+import { pruneRetained } from "@syllabus/core"
+import { Console, Effect, Layer, Schedule } from "effect"
 import { createServer } from "node:http"
 import { parseArgs } from "node:util"
 import { type AccountRequest, DEMO_ACCOUNT, describeAccount, openAccountFrom } from "./accounts.js"
@@ -61,6 +62,15 @@ const program = Effect.gen(function* () {
     Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
     Layer.provideMerge(services)
   )
+  // Housekeeping: entries past their retention leave the store once an hour.
+  const retention = Layer.scopedDiscard(
+    Effect.forkScoped(
+      pruneRetained().pipe(
+        Effect.catchAll((error) => Effect.logWarning("retention pruning failed", error)),
+        Effect.repeat(Schedule.spaced("1 hour"))
+      )
+    )
+  )
   yield* Layer.launch(
     Layer.effectDiscard(
       Effect.gen(function* () {
@@ -72,7 +82,7 @@ const program = Effect.gen(function* () {
           `Syllabus serving /api/v3 on http://${config.host}:${config.port} (${store.kind} store${config.rateLimits === "off" ? ", rate limits off" : ""})`
         )
       })
-    ).pipe(Layer.provideMerge(server))
+    ).pipe(Layer.provideMerge(Layer.merge(server, retention.pipe(Layer.provide(services)))))
   )
 })
 

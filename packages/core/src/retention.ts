@@ -1,0 +1,16 @@
+/**
+ * Retention (§8.3): the audit trail is kept 30 days. Reads already hide older entries; this
+ * removes them from the store.
+ */
+import { Clock, Effect } from "effect"
+import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
+import { Records } from "./ports.js"
+import { formatTimestamp } from "./time.js"
+
+export const pruneRetained = Effect.fn("Retention.prune")(function* () {
+  const records = yield* Records
+  const before = formatTimestamp((yield* Clock.currentTimeMillis) - AUDIT_RETENTION_MS)
+  const requests = yield* records.prune(REQUEST_TYPE, "created_at", before)
+  const auditEntries = yield* records.prune(AUDIT_ENTRY_TYPE, "created_at", before)
+  return { requests, auditEntries }
+})
