@@ -66,7 +66,7 @@ const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<Fau
         (port: FaultyPort) =>
         <Args extends ReadonlyArray<unknown>, A, E>(f: (...args: Args) => Effect.Effect<A, E>) =>
         (...args: Args): Effect.Effect<A, E | StoreUnavailable> =>
-          Effect.suspend(() => (failing.has(port) ? down : f(...args)))
+          Effect.suspend((): Effect.Effect<A, E | StoreUnavailable> => (failing.has(port) ? down : f(...args)))
       const r = guard("records")
       return Context.make(Records, {
         get: r(records.get),
@@ -195,7 +195,7 @@ export const startHarness = async (
     if (method === "POST" && opts.idempotencyKey !== null && !("idempotency-key" in lower(headers))) {
       headers["idempotency-key"] = opts.idempotencyKey ?? freshKey()
     }
-    const res = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) })
+    const res = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body: body as BodyInit } : {}) })
     const text = await res.text()
     let parsed: unknown
     try {

@@ -55,7 +55,7 @@ export const Timestamp = Schema.String.annotations({ message: () => coded("inval
 export const List = <A, I, R>(item: Schema.Schema<A, I, R>, max = ARRAY_MAX) =>
   Schema.Array(item).annotations({ message: () => coded("invalid_type", { expected: "array" }) }).pipe(
     Schema.filter((items) => items.length <= max || coded("too_many_items", { max })),
-    Schema.annotations({ jsonSchema: { type: "array", maxItems: max } })
+    Schema.annotations({ jsonSchema: { maxItems: max } })
   )
 
 /** Decode options that make unknown fields an error and report every problem. */

@@ -138,3 +138,51 @@ export const CapabilitiesSchema = Schema.Struct({
     Schema.Struct({ operation_id: Schema.String, deprecated_at: Timestamp, sunset_at: Timestamp })
   )
 }).annotations({ identifier: "Capabilities" })
+
+/** `page` of every collection (§2.1, §4.2): a null `next_cursor` ends the collection. */
+export const PageSchema = Schema.Struct({
+  limit: Schema.Int,
+  next_cursor: Schema.NullOr(Schema.String),
+  prev_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "Page" })
+
+const ErrorDetailSchema = Schema.Struct({
+  field: Schema.optional(Schema.String).annotations({ description: "The body field, for a body problem." }),
+  parameter: Schema.optional(Schema.String).annotations({ description: "The query parameter or header, for a parameter problem." }),
+  code: Schema.String,
+  message: Schema.String,
+  reason: Schema.optional(Schema.String)
+}).annotations({ identifier: "ErrorDetail", description: "One itemized problem: exactly one of `field` / `parameter` names where it is." })
+
+const errorFields = {
+  code: Schema.String.annotations({
+    description: "Stable machine code, the only field to branch on. An unknown code is handled by its HTTP status."
+  }),
+  message: Schema.String.annotations({ description: "Text in the language negotiated by `Accept-Language`." }),
+  request_id: Schema.String.annotations({ description: "Equals the `X-Request-Id` response header." }),
+  details: Schema.Array(ErrorDetailSchema).annotations({ description: "Always present; empty when nothing is itemized." }),
+  reason: Schema.optional(Schema.String).annotations({ description: "On business rejections with several causes." })
+}
+
+/** The error envelope of §7. */
+export const ErrorSchema = Schema.Struct({
+  error: Schema.Struct(errorFields)
+}).annotations({ identifier: "Error", description: "The envelope of every error (§7)." })
+
+const RateLimitLineSchema = Schema.Struct({
+  scope: Schema.Literal("origin", "instance", "key"),
+  limit: Schema.Int,
+  window_seconds: Schema.Int,
+  remaining: Schema.Int,
+  retry_after_seconds: Schema.Int
+}).annotations({ identifier: "RateLimitLine", description: "`instance` is the account, `key` the credential." })
+
+/** The 429 `rate_limit_exceeded` body of §8.1: the envelope plus the limits that blocked the call. */
+export const RateLimitErrorSchema = Schema.Struct({
+  error: Schema.Struct({
+    ...errorFields,
+    retry_after_seconds: Schema.Int,
+    blocked_by: Schema.Array(Schema.Literal("origin", "instance", "key")),
+    limits: Schema.Array(RateLimitLineSchema)
+  })
+}).annotations({ identifier: "RateLimitError", description: "The envelope of a 429 `rate_limit_exceeded` (§8.1)." })

@@ -43,7 +43,7 @@ export const credentialOperations = [
     capability: "credentials.create",
     body: CreateCredentialBody,
     idempotency: "required",
-    success: { status: 201, description: "The credential, with `secret.value`.", schema: CredentialSchema, headers: ["Location"] },
+    success: { status: 201, description: "The credential, with `secret.value`.", schema: CredentialSchema, headers: ["Location", "ETag"] },
     errors: ["delegation_limit_exceeded", "secret_not_replayable"],
     handler: ({ body }) =>
       issueCredential(body).pipe(
@@ -165,7 +165,7 @@ export const credentialOperations = [
     scopedBy: "credential_id",
     params: credentialParams,
     idempotency: "required",
-    success: { status: 200, description: "The revoked credential.", schema: CredentialSchema },
+    success: { status: 200, description: "The revoked credential.", schema: CredentialSchema, headers: ["ETag"] },
     errors: ["credential_revoked"],
     handler: ({ path }) =>
       Effect.gen(function* () {
@@ -185,7 +185,7 @@ export const credentialOperations = [
     params: credentialParams,
     body: RotateSecretBody,
     idempotency: "required",
-    success: { status: 200, description: "The credential, with the new `secret.value`.", schema: CredentialSchema },
+    success: { status: 200, description: "The credential, with the new `secret.value`.", schema: CredentialSchema, headers: ["ETag"] },
     errors: ["credential_revoked", "secret_not_replayable"],
     handler: ({ path, body }) =>
       rotateSecret(path.credential_id!, body).pipe(
