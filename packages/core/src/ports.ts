@@ -160,6 +160,17 @@ export type IdempotencyClaim =
   /** Someone used the key before (finished or still running). */
   | { readonly _tag: "Existing"; readonly receipt: IdempotencyReceipt }
 
+/** One request's attempt to take an idempotency key. Times are epoch ms. */
+export interface ClaimAttempt {
+  readonly operationId: string
+  readonly fingerprint: string
+  /** Proves the holder on `complete` and `release`. */
+  readonly token: string
+  readonly now: number
+  readonly staleBefore: number
+  readonly expiresAt: number
+}
+
 export class Idempotency extends Context.Tag("@syllabus/core/Idempotency")<
   Idempotency,
   {
@@ -167,18 +178,7 @@ export class Idempotency extends Context.Tag("@syllabus/core/Idempotency")<
      * Take the key, unless a live receipt holds it. A receipt past `expiresAt`, or an
      * in-progress one claimed before `staleBefore` (epoch ms), is taken over.
      */
-    readonly claim: (
-      tenant: Tenant,
-      key: string,
-      attempt: {
-        readonly operationId: string
-        readonly fingerprint: string
-        readonly token: string
-        readonly now: number
-        readonly staleBefore: number
-        readonly expiresAt: number
-      }
-    ) => Effect.Effect<IdempotencyClaim, StoreUnavailable>
+    readonly claim: (tenant: Tenant, key: string, attempt: ClaimAttempt) => Effect.Effect<IdempotencyClaim, StoreUnavailable>
     /** Record the result; called inside the unit of work of the write it belongs to. */
     readonly complete: (
       tenant: Tenant,

@@ -1,5 +1,5 @@
 import { Effect, Either, HashMap, Option } from "effect"
-import { Idempotency, type IdempotencyClaim, type RecordedResponse, type Tenant } from "@syllabus/core"
+import { type ClaimAttempt, Idempotency, type IdempotencyClaim, type RecordedResponse, type Tenant } from "@syllabus/core"
 import { type HeldReceipt, receiptKey, type Store } from "./state.js"
 import { frozenCopy } from "./values.js"
 
@@ -8,14 +8,7 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
   const claim = Effect.fn("Idempotency.claim")(function* (
     tenant: Tenant,
     key: string,
-    attempt: {
-      readonly operationId: string
-      readonly fingerprint: string
-      readonly token: string
-      readonly now: number
-      readonly staleBefore: number
-      readonly expiresAt: number
-    }
+    attempt: ClaimAttempt
   ) {
     const id = receiptKey(tenant, key)
     const held: HeldReceipt = frozenCopy({

@@ -1,5 +1,6 @@
 /** `Idempotency` on PostgreSQL: one receipt per (tenant, key) in `idempotency_receipts`. */
 import {
+  type ClaimAttempt,
   type Idempotency,
   type IdempotencyClaim,
   type IdempotencyReceipt,
@@ -36,14 +37,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
   const claim = Effect.fn("PgIdempotency.claim")(function*(
     tenant: Tenant,
     key: string,
-    attempt: {
-      readonly operationId: string
-      readonly fingerprint: string
-      readonly token: string
-      readonly now: number
-      readonly staleBefore: number
-      readonly expiresAt: number
-    }
+    attempt: ClaimAttempt
   ) {
     for (let round = 0; round < maxClaimRounds; round++) {
       // Take the key in one statement: insert, or take over an expired or abandoned receipt.
