@@ -1,16 +1,15 @@
 /**
- * A throwaway PostgreSQL database per test file, on the server of `DATABASE_URL`
- * (default: the local CI server). Dropped when the scope closes.
+ * A throwaway PostgreSQL database per test file, on the server chosen by the global setup
+ * (`test/support/database.ts`). Dropped when the scope closes.
  */
 import { PgClient } from "@effect/sql-pg"
 import { randomBytes } from "node:crypto"
 import { Context, Effect, Layer, Redacted, type Scope } from "effect"
-
-export const defaultDatabaseUrl = "postgres://postgres@127.0.0.1:5432/test"
+import { inject } from "vitest"
 
 /** Create `syllabus_t_<random>` and return its URL; drop it (closing its connections) on close. */
 export const freshPgDatabase: Effect.Effect<{ readonly url: string }, never, Scope.Scope> = Effect.gen(function*() {
-  const serverUrl = process.env["DATABASE_URL"] ?? defaultDatabaseUrl
+  const serverUrl = inject("databaseUrl")
   const name = `syllabus_t_${randomBytes(6).toString("hex")}`
   const admin = Context.get(
     yield* Layer.build(PgClient.layer({ url: Redacted.make(serverUrl), maxConnections: 1 })),

