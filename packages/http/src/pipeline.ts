@@ -85,11 +85,11 @@ const queryRecord = (search: string): Record<string, string | Array<string>> => 
 }
 
 /** Decode with the contract's strictness: unknown names and each problem itemized. */
-const decodeStrict = <A>(
-  schema: Schema.Schema<A, any, never>,
+const decodeStrict = <S extends Schema.Schema.AnyNoContext>(
+  schema: S,
   input: unknown,
   location: "field" | "parameter"
-): Either.Either<A, ApiError> => {
+): Either.Either<Schema.Schema.Type<S>, ApiError> => {
   const result = Schema.decodeUnknownEither(schema)(input, strict)
   if (Either.isRight(result)) return Either.right(result.right)
   const details = detailsOf(result.left, location)
