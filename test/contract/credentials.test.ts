@@ -817,3 +817,39 @@ eachStore("credentials over time", (h) => {
     expect((await call("GET", "/credentials/current", { secret: fresh })).status).toBe(200)
   })
 })
+
+eachStore("credential policy versions", (h) => {
+  it("every change of policies is a new version; the list shows them newest first with the active one marked", async () => {
+    const created = await h().request("POST", "/api/v3/credentials", {
+      secret: h().live,
+      json: { name: "versioned", policies: [{ template: "read_only" }] }
+    })
+    const id = created.body.data.id
+    const patched = await h().request("PATCH", `/api/v3/credentials/${id}`, {
+      secret: h().live,
+      json: { policies: [{ capabilities: ["credentials.read"], resources: [id] }] }
+    })
+    expect(patched.body.data.policy.active_version).toBe(2)
+    const versions = await h().request("GET", `/api/v3/credentials/${id}/policy-versions`, { secret: h().live })
+    expect(versions.status).toBe(200)
+    expect(versions.body.data.map((v: { version: number; active: boolean }) => [v.version, v.active])).toEqual([
+      [2, true],
+      [1, false]
+    ])
+    expect(versions.body.data[1].policies).toEqual([{ capabilities: null, template: "read_only", resources: null }])
+    expect(versions.body.data[0].policies).toEqual([{ capabilities: ["credentials.read"], template: null, resources: [id] }])
+    expect(versions.body.page.next_cursor).toBeNull()
+  })
+
+  it("previous versions are kept 365 days; the active one always (§8.3)", async () => {
+    const created = await h().request("POST", "/api/v3/credentials", {
+      secret: h().live,
+      json: { name: "old versions", policies: [{ template: "read_only" }] }
+    })
+    const id = created.body.data.id
+    await h().request("PATCH", `/api/v3/credentials/${id}`, { secret: h().live, json: { policies: [{ template: "full_access" }] } })
+    h().advance(366 * 24 * 3600 * 1000)
+    const versions = await h().request("GET", `/api/v3/credentials/${id}/policy-versions`, { secret: h().live })
+    expect(versions.body.data.map((v: { version: number }) => v.version)).toEqual([2])
+  })
+})

@@ -530,6 +530,33 @@ export const deleteCredential = Effect.fn("Credentials.delete")(function* (id: s
     .pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(storeFailure(e))))
 })
 
+/** Previous policy versions are kept 365 days (§8.3); the active one always. */
+export const POLICY_VERSION_RETENTION_MS = 365 * 24 * 3600 * 1000
+
+/** `GET /credentials/{id}/policy-versions`: the policies the credential has had, newest first. */
+export const listPolicyVersions = Effect.fn("Credentials.listPolicyVersions")(function* (id: string) {
+  const caller = yield* Caller
+  const now = yield* Clock.currentTimeMillis
+  const record = yield* loadCredential(caller.tenant, id)
+  const active = (record.data.policy as { active_version: number }).active_version
+  const versions = (record.data.policy_versions ?? []) as unknown as ReadonlyArray<{
+    version: number
+    policies: ReadonlyArray<Policy>
+    created_at: string
+  }>
+  return versions
+    .filter((v) => v.version === active || Date.parse(v.created_at) >= now - POLICY_VERSION_RETENTION_MS)
+    .map((v) => ({
+      object: "policy_version",
+      credential_id: id,
+      version: v.version,
+      active: v.version === active,
+      policies: v.policies.map((p) => ({ capabilities: p.capabilities, template: p.template, resources: p.resources })) as unknown as Json,
+      created_at: v.created_at
+    }))
+    .reverse()
+})
+
 // ---------------------------------------------------------------------------------------
 // Administrator links (human mode eligibility)
 

@@ -43,6 +43,15 @@ export const CredentialSchema = Schema.Struct({
   })
 }).annotations({ identifier: "Credential" })
 
+export const PolicyVersionSchema = Schema.Struct({
+  object: Schema.Literal("policy_version"),
+  credential_id: Schema.String,
+  version: Schema.Int,
+  active: Schema.Boolean,
+  policies: Schema.Array(PolicySchema),
+  created_at: Timestamp
+}).annotations({ identifier: "PolicyVersion" })
+
 export const CredentialAdministratorSchema = Schema.Struct({
   object: Schema.Literal("credential_administrator"),
   id: Schema.String,

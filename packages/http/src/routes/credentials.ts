@@ -10,6 +10,7 @@ import {
   LinkAdministratorBody,
   listAdministratorLinks,
   listCredentials,
+  listPolicyVersions,
   loadCredential,
   policyTemplates,
   revokeCredential,
@@ -22,7 +23,7 @@ import {
 import { Clock, Effect, Schema } from "effect"
 import { defineOperation } from "../operation.js"
 import { pageLimit, pageQuery } from "../query.js"
-import { CredentialAdministratorSchema, CredentialSchema, PolicyTemplateSchema } from "../schemas.js"
+import { CredentialAdministratorSchema, CredentialSchema, PolicyTemplateSchema, PolicyVersionSchema } from "../schemas.js"
 
 const credentialParams = { credential_id: "credential" } as const
 const tag = "Credentials"
@@ -190,6 +191,23 @@ export const credentialOperations = [
     handler: ({ path, body }) =>
       rotateSecret(path.credential_id!, body).pipe(
         Effect.map(({ record, view }) => ({ ...ok(200, view, { etag: credentialEtag(record) }), showsSecretOnce: true }))
+      )
+  }),
+  defineOperation({
+    id: "credentials.policy_versions.list",
+    method: "GET",
+    path: "/credentials/{credential_id}/policy-versions",
+    summary: "The policies the credential has had, newest first; previous versions are kept 365 days.",
+    tag,
+    capability: "credentials.read",
+    scopedBy: "credential_id",
+    params: credentialParams,
+    idempotency: "none",
+    success: { status: 200, description: "Every version at once.", schema: PolicyVersionSchema, collection: true },
+    errors: [],
+    handler: ({ path }) =>
+      listPolicyVersions(path.credential_id!).pipe(
+        Effect.map((data) => ({ status: 200, body: { data, page: { limit: data.length, next_cursor: null, prev_cursor: null } } }))
       )
   }),
   defineOperation({
