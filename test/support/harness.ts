@@ -7,18 +7,26 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import {
   type AccountStatus,
+  FileStorage,
   Idempotency,
   openAccount,
   type OpenedAccount,
   RateLimitStore,
   Records,
+  pruneRetained,
   setAccountStatus,
+  StorageUnavailable,
   StoreUnavailable,
+  sweepExpiredUploads,
   UnitOfWork
 } from "@syllabus/core"
 import { app, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
+import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -50,7 +58,7 @@ class OffsetClock implements Clock.Clock {
 // ---------------------------------------------------------------------------------------
 // Ports that can be made to fail
 
-export type FaultyPort = "records" | "rate_limits" | "idempotency" | "unit_of_work"
+export type FaultyPort = "records" | "rate_limits" | "idempotency" | "unit_of_work" | "storage"
 
 const down = Effect.fail(new StoreUnavailable({ cause: "injected outage" }))
 
@@ -76,6 +84,7 @@ const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<Fau
         remove: r(records.remove),
         list: r(records.list),
         count: r(records.count),
+        scan: r(records.scan),
         purge: r(records.purge),
         prune: r(records.prune)
       }).pipe(
@@ -91,6 +100,26 @@ const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<Fau
       )
     })
   ).pipe(Layer.provide(store))
+
+const storageDown = Effect.fail(new StorageUnavailable({ cause: "injected outage" }))
+
+/** The same for the file storage. */
+const storageWithFaults = (storage: Layer.Layer<FileStorage>, failing: Set<FaultyPort>) =>
+  Layer.effect(
+    FileStorage,
+    Effect.map(FileStorage, (inner): FileStorage["Type"] => {
+      const guard = <A, E>(effect: () => Effect.Effect<A, E>): Effect.Effect<A, E | StorageUnavailable> =>
+        Effect.suspend((): Effect.Effect<A, E | StorageUnavailable> => (failing.has("storage") ? storageDown : effect()))
+      return {
+        startUpload: (key) => guard(() => inner.startUpload(key)),
+        putPart: (key, uploadId, number, body, maxBytes) => guard(() => inner.putPart(key, uploadId, number, body, maxBytes)),
+        completeUpload: (key, uploadId, parts) => guard(() => inner.completeUpload(key, uploadId, parts)),
+        abortUpload: (key, uploadId) => guard(() => inner.abortUpload(key, uploadId)),
+        readObject: (key) => inner.readObject(key),
+        deleteObject: (key) => guard(() => inner.deleteObject(key))
+      }
+    })
+  ).pipe(Layer.provide(storage))
 
 // ---------------------------------------------------------------------------------------
 // The server
@@ -129,6 +158,10 @@ export interface Harness {
   setAccountStatus(accountId: string, status: AccountStatus): Promise<void>
   /** Move the server's clock forward. */
   advance(ms: number): void
+  /** Run the housekeeping the server does on its own schedule (expiry sweeps, retention). */
+  housekeeping(): Promise<void>
+  /** The directory of the local file storage (PostgreSQL runs); the memory runs keep files in memory. */
+  readonly storageDirectory: string | undefined
   fail(port: FaultyPort, failing?: boolean): void
   close(): Promise<void>
 }
@@ -158,9 +191,13 @@ export const startHarness = async (
     databaseUrl === undefined ? MemoryStore : pgLayer(databaseUrl, { maxConnections: 20 })
   const clock = new OffsetClock()
   const failing = new Set<FaultyPort>()
+  // The storage adapter is chosen apart from the record store: memory with memory, local files with PostgreSQL.
+  const storageDirectory = store === "memory" ? undefined : mkdtempSync(join(tmpdir(), "syllabus-files-"))
+  const storage = storageDirectory === undefined ? MemoryFileStorage : LocalFileStorage({ directory: storageDirectory })
   const layer = Layer.merge(
     syllabusLayer({
       store: withFaults(storeLayer, failing),
+      storage: storageWithFaults(storage, failing),
       rateLimits: options.rateLimits ?? "off",
       ...(options.settings ? { settings: options.settings } : {})
     }),
@@ -221,6 +258,10 @@ export const startHarness = async (
     advance: (ms) => {
       clock.offsetMs += ms
     },
+    housekeeping: async () => {
+      await run(Effect.zip(sweepExpiredUploads(), pruneRetained()))
+    },
+    storageDirectory,
     fail: (port, on = true) => {
       if (on) failing.add(port)
       else failing.delete(port)
@@ -230,6 +271,7 @@ export const startHarness = async (
       server.closeAllConnections?.()
       await runtime.dispose()
       await Effect.runPromise(Scope.close(scope, Exit.void))
+      if (storageDirectory !== undefined) rmSync(storageDirectory, { recursive: true, force: true })
     }
   }
 }

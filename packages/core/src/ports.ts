@@ -112,6 +112,15 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
       where: ReadonlyArray<Where>,
       groupBy: ReadonlyArray<string>
     ) => Effect.Effect<ReadonlyArray<GroupCount>, StoreUnavailable>
+    /**
+     * Housekeeping across tenants: records of `type` matching `where`, in `id` order, at
+     * most `limit`. Never used to answer a client (a client only sees its own tenant).
+     */
+    readonly scan: (
+      type: string,
+      where: ReadonlyArray<Where>,
+      limit: number
+    ) => Effect.Effect<ReadonlyArray<StoredRecord>, StoreUnavailable>
     /** Remove every record of the tenant whose type is not in `keepTypes` (sandbox reset). */
     readonly purge: (tenant: Tenant, keepTypes: ReadonlyArray<string>) => Effect.Effect<number, StoreUnavailable>
     /** Remove, across all tenants, the records of `type` whose `field` (a timestamp) is below `before` (retention). */

@@ -4,8 +4,9 @@ import { makeApp } from "./pipeline.js"
 import { credentialOperations } from "./routes/credentials.js"
 import { openApiOperation } from "./openapi.js"
 import { platformOperations } from "./routes/platform.js"
+import { uploadOperations } from "./routes/uploads.js"
 
-const served: ReadonlyArray<Operation> = [...credentialOperations, ...platformOperations]
+const served: ReadonlyArray<Operation> = [...credentialOperations, ...uploadOperations, ...platformOperations]
 
 /** Every operation of the release, the description itself included. */
 export const operations: ReadonlyArray<Operation> = [...served, openApiOperation(() => operations)]

@@ -1,8 +1,8 @@
 /**
  * Everything the app runs on, assembled from a store layer in one call.
  */
-import { AccessTokens, Crypto, Ids, RateLimitConfig, Records, type Tenant } from "@syllabus/core"
-import { Effect, Layer, Redacted } from "effect"
+import { AccessTokens, Crypto, FileStorage, Ids, RateLimitConfig, Records, StorageUnavailable, type Tenant } from "@syllabus/core"
+import { Effect, Layer, Redacted, Stream } from "effect"
 import { type CryptoKeys, makeNodeCrypto } from "./node-crypto.js"
 import { type AppServices, ServerSettings, type ServerSettingsShape, type StoreServices } from "./services.js"
 import { randomBytes } from "node:crypto"
@@ -10,6 +10,11 @@ import { randomBytes } from "node:crypto"
 export interface SyllabusOptions<E = never> {
   /** The record store: `MemoryStore` from `@syllabus/memory`, or `pgLayer(url)` from `@syllabus/pg`. */
   readonly store: Layer.Layer<StoreServices, E>
+  /**
+   * Where file bytes live (`LocalFileStorage` or `MemoryFileStorage` from `@syllabus/storage`,
+   * or your own adapter). Absent: uploads answer 503 `storage_unavailable`.
+   */
+  readonly storage?: Layer.Layer<FileStorage>
   /** Keys for secret hashes and cursor signatures. Absent: read from the store, made on first start. */
   readonly keys?: CryptoKeys
   /** The rate limiter of §8.1: on (default) or off for benchmarks and load tests. */
@@ -18,6 +23,18 @@ export interface SyllabusOptions<E = never> {
   /** Checks administrator access tokens (human mode); none by default. */
   readonly accessTokens?: Layer.Layer<AccessTokens>
 }
+
+const unavailable = Effect.fail(new StorageUnavailable({ cause: "no file storage configured" }))
+
+/** The storage of a deployment without one: every call says so. */
+export const NoFileStorage = Layer.succeed(FileStorage, {
+  startUpload: () => unavailable,
+  putPart: () => unavailable,
+  completeUpload: () => unavailable,
+  abortUpload: () => unavailable,
+  readObject: () => Stream.fail(new StorageUnavailable({ cause: "no file storage configured" })),
+  deleteObject: () => unavailable
+})
 
 const SYSTEM: Tenant = { accountId: "system", environment: "production" }
 const KEYS_TYPE = "server_keys"
@@ -45,6 +62,7 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     : Layer.effect(Crypto, Effect.map(storedKeys, makeNodeCrypto))
   const services = Layer.mergeAll(
     crypto,
+    options.storage ?? NoFileStorage,
     Ids.live,
     options.accessTokens ?? AccessTokens.none,
     options.rateLimits === "off" ? RateLimitConfig.off : RateLimitConfig.contract,

@@ -181,7 +181,7 @@ const pathParameters = (operation: Operation): Array<Json> =>
       in: "path",
       required: true,
       ...(kind === undefined
-        ? { schema: { type: "string" } }
+        ? { schema: name.endsWith("_number") ? { type: "integer", minimum: 1 } : { type: "string" } }
         : {
             description: `Public ID of the ${kind.replaceAll("_", " ")}. Malformed, of another kind or out of range: 404 \`not_found\`.`,
             schema: { type: "string", pattern: `^${idPrefixes[kind]}_[0-9A-Za-z]{9}$` }
@@ -228,6 +228,13 @@ const headerParameters = (operation: Operation): Array<Json> => [
 
 /** A body is required when the operation rejects an absent one (the pipeline decodes it as `{}`). */
 const requestBody = (operation: Operation, schemas: SchemaRegistry): JsonMap | undefined => {
+  if (operation.rawBody !== undefined) {
+    return {
+      required: true,
+      description: "Raw bytes, not JSON; the JSON rules of §1 (1 MiB, UTF-8) do not apply to them.",
+      content: { [operation.rawBody]: { schema: { type: "string", contentMediaType: operation.rawBody } } }
+    }
+  }
   if (operation.body === undefined) return undefined
   const acceptsEmpty = Either.isRight(Schema.decodeUnknownEither(operation.body)({}))
   return {

@@ -4,7 +4,7 @@
  * router, the request pipeline and the OpenAPI description are all derived from this list.
  */
 import type { ApiError, Caller, ErrorCode, IdKind, IdempotencyRule, Json } from "@syllabus/core"
-import type { Effect, Schema } from "effect"
+import type { Effect, Schema, Stream } from "effect"
 import type { AppServices } from "./services.js"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
@@ -25,6 +25,8 @@ export interface HandlerInput<Q, B> {
   readonly body: B
   /** The revision named by `If-Match`; `undefined` when absent or `*`. */
   readonly expectedRevision: number | undefined
+  /** The request body as it arrives, for operations with `rawBody` (read it at most once). */
+  readonly raw: Stream.Stream<Uint8Array, ApiError>
 }
 
 /** Schema of a JSON value, for inputs decoded by the pipeline and documented in OpenAPI. */
@@ -49,7 +51,18 @@ export interface Operation<QS extends AnySchema = AnySchema, BS extends AnySchem
   readonly params?: Readonly<Record<string, IdKind>>
   readonly query?: QS
   readonly body?: BS
+  /**
+   * The operation takes raw bytes of this media type instead of JSON. The pipeline does not
+   * read the body nor open a unit of work: the handler streams `raw` and keeps its own.
+   */
+  readonly rawBody?: "application/octet-stream"
   readonly idempotency: IdempotencyRule
+  /**
+   * Who opens the unit of work of a write: the pipeline (default: the whole handler and the
+   * idempotency receipt in one), or the handler itself, when it also does work no
+   * transaction covers (file storage). Such a handler must be safe to repeat.
+   */
+  readonly unitOfWork?: "pipeline" | "handler"
   /** The resource type named in `If-Match` ETags, when the operation honours `If-Match`. */
   readonly ifMatch?: string
   readonly sandboxOnly?: boolean

@@ -36,7 +36,7 @@ import { errorBody } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
 import { RELEASE, ServerSettings } from "./services.js"
-import { acceptsJson, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
+import { acceptsJson, bodyStream, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
 
 export const API_PREFIX = "/api/v3"
 
@@ -161,16 +161,11 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
         )
       }
 
-      // 3. Content negotiation and the body.
+      // 3. Content negotiation.
       if (!acceptsJson(request.headers["accept"])) return yield* Effect.fail(apiError("not_acceptable"))
-      const contentType = request.headers["content-type"]
-      const bytes = yield* readBody(request)
-      if ((contentType !== undefined || bytes !== undefined) && !isJsonContentType(contentType ?? "")) {
-        return yield* Effect.fail(apiError("unsupported_media_type"))
-      }
-      const body = bytes === undefined ? undefined : yield* parseJsonBody(bytes)
 
-      // 4. Route lookup.
+      // 4. Route lookup: before the body, so that a part upload streams its body to storage
+      // (after authentication) instead of having it read here.
       const [rawPath = "", search = ""] = request.url.split("?", 2) as [string?, string?]
       const path = rawPath.slice(API_PREFIX.length) || "/"
       const match = route(request.method, path)
@@ -188,6 +183,22 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
         state.headers["sunset"] = httpDate(deprecation.sunsetAt)
         state.headers["link"] = `<${settings.docsUrl}/deprecations>; rel="deprecation"`
         if ((yield* Clock.currentTimeMillis) >= deprecation.sunsetAt) return yield* Effect.fail(apiError("operation_sunset"))
+      }
+
+      // The body: JSON under the 1 MiB cap, or raw bytes left for the operation to stream.
+      const contentType = request.headers["content-type"]
+      let bytes: Uint8Array | undefined
+      let body: { readonly [key: string]: Json } | undefined
+      if (operation.rawBody) {
+        if (contentType?.split(";")[0]?.trim().toLowerCase() !== operation.rawBody) {
+          return yield* Effect.fail(apiError("unsupported_media_type"))
+        }
+      } else {
+        bytes = yield* readBody(request)
+        if ((contentType !== undefined || bytes !== undefined) && !isJsonContentType(contentType ?? "")) {
+          return yield* Effect.fail(apiError("unsupported_media_type"))
+        }
+        body = bytes === undefined ? undefined : yield* parseJsonBody(bytes)
       }
 
       // 5. The credential, in autonomous or human mode, and its account.
@@ -246,12 +257,17 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
 
       // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
       const handle = operation
-        .handler({ path: match.params, query, body: input, expectedRevision })
+        .handler({ path: match.params, query, body: input, expectedRevision, raw: bodyStream(request) })
         .pipe(Effect.provideService(Caller, caller))
       if (!isWrite(operation.method)) return yield* handle
+      // A handler that owns its units of work (it also talks to file storage, which no
+      // transaction covers) runs as it is; any other write runs in one unit of work.
+      const ownsUnitOfWork = operation.unitOfWork === "handler" || operation.rawBody !== undefined
       const uow = yield* UnitOfWork
+      const atomically = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        ownsUnitOfWork ? effect : uow.transaction(effect).pipe(Effect.mapError(asApiError))
       if (key === undefined) {
-        const reply = yield* uow.transaction(handle).pipe(Effect.mapError(asApiError))
+        const reply = yield* atomically(handle)
         state.committed = true
         return reply
       }
@@ -266,17 +282,15 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
           body: bytes === undefined ? "" : Buffer.from(bytes).toString("utf8")
         },
         (complete) =>
-          uow
-            .transaction(
-              Effect.gen(function* () {
-                const reply = yield* handle
-                executed = reply
-                const recorded = replyToRecorded(reply)
-                yield* complete(recorded)
-                return recorded
-              })
-            )
-            .pipe(Effect.mapError(asApiError))
+          atomically(
+            Effect.gen(function* () {
+              const reply = yield* handle
+              executed = reply
+              const recorded = replyToRecorded(reply)
+              yield* complete(recorded)
+              return recorded
+            })
+          )
       )
       state.committed = true
       if (outcome._tag === "Executed" && executed) return executed

@@ -195,3 +195,46 @@ export const RateLimitErrorSchema = Schema.Struct({
     limits: Schema.Array(RateLimitLineSchema)
   })
 }).annotations({ identifier: "RateLimitError", description: "The envelope of a 429 `rate_limit_exceeded` (§8.1)." })
+
+const Purpose = Schema.Literal("image", "pdf", "import", "editor", "document")
+
+export const UploadSchema = Schema.Struct({
+  object: Schema.Literal("upload"),
+  id: Schema.String,
+  purpose: Purpose,
+  filename: Schema.String,
+  size: Schema.Int,
+  content_type: Schema.String,
+  sha256: Schema.String,
+  status: Schema.Literal("pending", "completed", "abandoned", "expired"),
+  part_size: Schema.Int,
+  parts_count: Schema.Int,
+  parts: Schema.Array(Schema.Struct({ number: Schema.Int, size: Schema.Int, sha256: Schema.String, received_at: Timestamp })),
+  file_id: Schema.NullOr(Schema.String),
+  expires_at: Timestamp,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  upload_urls: Schema.Array(
+    Schema.Struct({ part_number: Schema.Int, method: Schema.Literal("PUT"), url: Schema.String, size: Schema.Int })
+  ).annotations({ description: "Where to send each part while the session is pending; empty afterwards." })
+}).annotations({ identifier: "Upload" })
+
+export const UploadPartSchema = Schema.Struct({
+  object: Schema.Literal("upload_part"),
+  upload_id: Schema.String,
+  number: Schema.Int,
+  size: Schema.Int,
+  sha256: Schema.String,
+  received_at: Timestamp
+}).annotations({ identifier: "UploadPart" })
+
+export const FileSchema = Schema.Struct({
+  object: Schema.Literal("file"),
+  id: Schema.String,
+  purpose: Purpose,
+  filename: Schema.String,
+  size: Schema.Int,
+  content_type: Schema.String,
+  sha256: Schema.String,
+  created_at: Timestamp
+}).annotations({ identifier: "File" })

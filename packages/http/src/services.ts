@@ -5,6 +5,7 @@
 import type {
   AccessTokens,
   Crypto,
+  FileStorage,
   Idempotency,
   Ids,
   RateLimitConfig,
@@ -17,7 +18,7 @@ import { Context, Layer } from "effect"
 /** The ports a store package provides. */
 export type StoreServices = Records | UnitOfWork | Idempotency | RateLimitStore
 
-export type AppServices = StoreServices | Crypto | Ids | AccessTokens | RateLimitConfig | ServerSettings
+export type AppServices = StoreServices | FileStorage | Crypto | Ids | AccessTokens | RateLimitConfig | ServerSettings
 
 export const RELEASE = "3.4.7"
 

@@ -48,6 +48,7 @@ const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array | u
 
 /** The Node request under a platform request, when there is one. */
 interface NodeSource {
+  pause(): unknown
   on(event: "data", listener: (chunk: Buffer) => void): unknown
   on(event: "end" | "close", listener: () => void): unknown
   on(event: "error", listener: (error: unknown) => void): unknown
@@ -56,7 +57,9 @@ interface NodeSource {
 }
 const nodeSourceOf = (request: HttpServerRequest): NodeSource | undefined => {
   const source = request.source as Partial<NodeSource> | undefined
-  return source && typeof source.on === "function" && typeof source.resume === "function" ? (source as NodeSource) : undefined
+  return source && typeof source.on === "function" && typeof source.resume === "function" && typeof source.pause === "function"
+    ? (source as NodeSource)
+    : undefined
 }
 
 /**
@@ -94,6 +97,36 @@ const readNodeBody = (source: NodeSource) =>
     source.on("error", onError)
     return Effect.sync(detach)
   })
+
+/**
+ * The body as a stream, for operations that take raw bytes. On Node it pauses the request
+ * while the consumer is busy (so memory stays flat), and stopping early does not destroy the
+ * request: the answer (a 413, say) still reaches the client.
+ */
+export const bodyStream = (request: HttpServerRequest): Stream.Stream<Uint8Array, ApiError> => {
+  const node = nodeSourceOf(request)
+  if (!node) return Stream.mapError(request.stream, (e) => apiError("http_error", { reason: "body_unreadable", internal: e }))
+  return Stream.async<Uint8Array, ApiError>(
+    (emit) => {
+      const onData = (chunk: Buffer) => {
+        node.pause()
+        void emit.single(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)).then(() => node.resume())
+      }
+      const onEnd = () => void emit.end()
+      const onError = (error: unknown) => void emit.fail(apiError("http_error", { reason: "body_unreadable", internal: error }))
+      node.on("data", onData)
+      node.on("end", onEnd)
+      node.on("error", onError)
+      return Effect.sync(() => {
+        node.off("data", onData)
+        node.off("end", onEnd)
+        node.off("error", onError)
+        node.resume()
+      })
+    },
+    { bufferSize: 4, strategy: "suspend" }
+  )
+}
 
 /** Read the body, refusing more than 1 MiB however it is framed. */
 export const readBody = (request: HttpServerRequest): Effect.Effect<Uint8Array | undefined, ApiError> => {

@@ -163,7 +163,7 @@ describe("OpenAPI description", () => {
 
   it("closes every object of every request body: an unknown field is 422 unknown_field (§2.1)", () => {
     const open = operationsOf(doc)
-      .filter(({ op }) => op.requestBody)
+      .filter(({ op }) => op.requestBody?.content["application/json"])
       .flatMap(({ op }) => reachableSchemas(op.requestBody.content["application/json"].schema).map((s) => [op.operationId, s]))
       .filter(([, schema]) => schema.type === "object" && schema.additionalProperties !== false)
     expect(open).toEqual([])
@@ -171,7 +171,7 @@ describe("OpenAPI description", () => {
 
   it("documents the items of every array of every request body (policies are PolicyInput)", () => {
     const bare = operationsOf(doc)
-      .filter(({ op }) => op.requestBody)
+      .filter(({ op }) => op.requestBody?.content["application/json"])
       .flatMap(({ op }) => reachableSchemas(op.requestBody.content["application/json"].schema).map((s) => [op.operationId, s]))
       .filter(([, schema]) => schema.type === "array" && schema.items === undefined)
     expect(bare).toEqual([])
@@ -310,5 +310,15 @@ describe("OpenAPI description", () => {
     expect(deprecated.paths["/credentials"].post.deprecated).toBeUndefined()
     expect(doc.paths["/credentials"].get.deprecated).toBeUndefined()
     expect((await new Validator().validate(deprecated)).valid).toBe(true)
+  })
+})
+
+describe("raw-body operations", () => {
+  it("document application/octet-stream as the only content of a part upload, and JSON everywhere else", () => {
+    const doc = openApiDocument(operations) as any
+    const put = doc.paths["/uploads/{upload_id}/parts/{part_number}"].put
+    expect(Object.keys(put.requestBody.content)).toEqual(["application/octet-stream"])
+    const post = doc.paths["/uploads"].post
+    expect(Object.keys(post.requestBody.content)).toEqual(["application/json"])
   })
 })

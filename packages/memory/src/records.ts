@@ -164,6 +164,18 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return Query.count(recordsOf(yield* store.read, tenant, type), where, groupBy)
   })
 
+  const scan = Effect.fn("Records.scan")(function* (type: string, where: ReadonlyArray<Where>, limit: number) {
+    const state = yield* store.read
+    const found: Array<StoredRecord> = []
+    for (const bucket of HashMap.values(state.buckets)) {
+      if (bucket.type !== type) continue
+      for (const entry of HashMap.values(bucket.rows)) {
+        if (Query.matchesAll(entry.record, where)) found.push(entry.record)
+      }
+    }
+    return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, Math.max(0, limit))
+  })
+
   const purge = Effect.fn("Records.purge")(function* (tenant: Tenant, keepTypes: ReadonlyArray<string>) {
     return yield* store.write((state) =>
       Either.right(
@@ -190,5 +202,5 @@ export const makeRecords = (store: Store): Records["Type"] => {
     )
   })
 
-  return Records.of({ get, findUnique, insert, update, remove, list, count, purge, prune })
+  return Records.of({ get, findUnique, insert, update, remove, list, count, scan, purge, prune })
 }

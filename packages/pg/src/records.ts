@@ -266,6 +266,16 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return rows.map(toRecord)
   })
 
+  const scan = Effect.fn("PgRecords.scan")(function*(type: string, where: ReadonlyArray<Where>, limit: number) {
+    yield* checkFields(where.map((w) => w.field))
+    const rows = yield* unavailable(sql<RecordRow>`
+      SELECT ${columns} FROM records
+      WHERE ${sql.and([sql`type = ${type}`, ...where.map(condition)])}
+      ORDER BY id COLLATE "C"
+      LIMIT ${Math.max(0, Math.floor(limit))}`)
+    return rows.map(toRecord)
+  })
+
   const count = Effect.fn("PgRecords.count")(function*(
     tenant: Tenant,
     type: string,
@@ -316,5 +326,5 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  return { get, findUnique, insert, update, remove, list, count, purge, prune }
+  return { get, findUnique, insert, update, remove, list, count, scan, purge, prune }
 }

@@ -8,6 +8,8 @@ export const ServerConfig = Config.all({
   secretKey: Config.option(Config.redacted("SECRET_HASH_KEY")),
   cursorKey: Config.option(Config.redacted("CURSOR_SIGNING_KEY")),
   rateLimits: Config.literal("on", "off")("RATE_LIMITS").pipe(Config.withDefault("on" as const)),
+  storage: Config.literal("local", "memory")("FILE_STORAGE").pipe(Config.withDefault("local" as const)),
+  storageDirectory: Config.string("STORAGE_DIR").pipe(Config.withDefault(".syllabus/files")),
   docsUrl: Config.string("DOCS_URL").pipe(Config.withDefault("https://docs.syllabus.dev")),
   traceRequests: Config.boolean("TRACE_REQUESTS").pipe(Config.withDefault(false))
 })

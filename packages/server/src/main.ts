@@ -9,13 +9,13 @@ import { syllabusLayer, app } from "@syllabus/http"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { pruneRetained } from "@syllabus/core"
-import { Console, Effect, Layer, Schedule } from "effect"
+import { pruneRetained, sweepExpiredUploads } from "@syllabus/core"
+import { Console, type Duration, Effect, Layer, Schedule } from "effect"
 import { createServer } from "node:http"
 import { parseArgs } from "node:util"
 import { type AccountRequest, DEMO_ACCOUNT, describeAccount, openAccountFrom } from "./accounts.js"
 import { configuredKeys, ServerConfig } from "./config.js"
-import { storeLayer } from "./store.js"
+import { fileStorageLayer, storeLayer } from "./store.js"
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -35,6 +35,7 @@ const program = Effect.gen(function* () {
   const keys = configuredKeys(config)
   const services = syllabusLayer({
     store: store.layer,
+    storage: fileStorageLayer(config),
     ...(keys ? { keys } : {}),
     rateLimits: config.rateLimits,
     settings: { docsUrl: config.docsUrl, traceRequests: config.traceRequests }
@@ -62,14 +63,17 @@ const program = Effect.gen(function* () {
     Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
     Layer.provideMerge(services)
   )
-  // Housekeeping: entries past their retention leave the store once an hour.
-  const retention = Layer.scopedDiscard(
+  // Housekeeping: expired upload sessions free their storage every minute; entries past
+  // their retention leave the store every hour.
+  const every = <A, E, R>(interval: Duration.DurationInput, name: string, job: Effect.Effect<A, E, R>) =>
     Effect.forkScoped(
-      pruneRetained().pipe(
-        Effect.catchAll((error) => Effect.logWarning("retention pruning failed", error)),
-        Effect.repeat(Schedule.spaced("1 hour"))
+      job.pipe(
+        Effect.catchAll((error) => Effect.logWarning(`${name} failed`, error)),
+        Effect.repeat(Schedule.spaced(interval))
       )
     )
+  const retention = Layer.scopedDiscard(
+    Effect.zip(every("1 minute", "upload expiry", sweepExpiredUploads()), every("1 hour", "retention pruning", pruneRetained()))
   )
   yield* Layer.launch(
     Layer.effectDiscard(

@@ -2,6 +2,7 @@
 import type { StoreServices } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
+import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
 import { type Layer, Option } from "effect"
 import type { ServerConfig } from "./config.js"
 
@@ -15,3 +16,7 @@ export const storeLayer = (config: ServerConfig): ChosenStore =>
     onNone: () => ({ kind: "memory", layer: MemoryStore }),
     onSome: (url) => ({ kind: "postgresql", layer: pgLayer(url) })
   })
+
+/** Where file bytes live, chosen apart from the record store: local files unless `FILE_STORAGE=memory`. */
+export const fileStorageLayer = (config: ServerConfig) =>
+  config.storage === "memory" ? MemoryFileStorage : LocalFileStorage({ directory: config.storageDirectory })

@@ -1,0 +1,65 @@
+/**
+ * The file-storage port: where the bytes of uploads and files live, apart from the record
+ * store (a deployment chooses each independently). Shaped as S3's multipart upload, so that
+ * an S3-compatible adapter is a drop-in: start an upload, put numbered parts (each streamed,
+ * each replaceable), complete it into one object, or abort it.
+ */
+import { Context, Data, type Effect, type Stream } from "effect"
+
+/** The storage did not answer or failed: the wire says 503 `storage_unavailable`. */
+export class StorageUnavailable extends Data.TaggedError("StorageUnavailable")<{ readonly cause: unknown }> {}
+
+/** A part carried more bytes than it may: nothing of it is kept. */
+export class PartTooLarge extends Data.TaggedError("PartTooLarge")<{ readonly limit: number }> {}
+
+export interface StoredPart {
+  readonly number: number
+  readonly size: number
+  /** Hex SHA-256 of the part's bytes. */
+  readonly sha256: string
+  /** The adapter's own token for the part (S3's ETag); opaque. */
+  readonly etag: string
+}
+
+export interface StoredObject {
+  readonly key: string
+  readonly size: number
+  /** Hex SHA-256 of the whole object. */
+  readonly sha256: string
+  /** The first bytes of the object (at most `SNIFF_BYTES`), to recognize its type. */
+  readonly head: Uint8Array
+}
+
+export const SNIFF_BYTES = 64
+
+export class FileStorage extends Context.Tag("@syllabus/core/FileStorage")<
+  FileStorage,
+  {
+    /** Begin a multipart upload of the object `key`; the answer names the upload. */
+    readonly startUpload: (key: string) => Effect.Effect<string, StorageUnavailable>
+    /**
+     * Stream one part (numbers from 1) into the upload, never holding it whole in memory. A
+     * part of the same number replaces the earlier one. More than `maxBytes` fails with
+     * `PartTooLarge` and keeps nothing. A failure of the body stream keeps nothing either.
+     */
+    readonly putPart: <E>(
+      key: string,
+      uploadId: string,
+      number: number,
+      body: Stream.Stream<Uint8Array, E>,
+      maxBytes: number
+    ) => Effect.Effect<StoredPart, StorageUnavailable | PartTooLarge | E>
+    /** Join the parts, in the order given, into the object; its size, hash and first bytes. */
+    readonly completeUpload: (
+      key: string,
+      uploadId: string,
+      parts: ReadonlyArray<StoredPart>
+    ) => Effect.Effect<StoredObject, StorageUnavailable>
+    /** Drop an upload and every part of it (idempotent). */
+    readonly abortUpload: (key: string, uploadId: string) => Effect.Effect<void, StorageUnavailable>
+    /** The bytes of a completed object. */
+    readonly readObject: (key: string) => Stream.Stream<Uint8Array, StorageUnavailable>
+    /** Remove a completed object (idempotent). */
+    readonly deleteObject: (key: string) => Effect.Effect<void, StorageUnavailable>
+  }
+>() {}
