@@ -446,6 +446,41 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           ).toEqual(["r_c", "r_a", "r_g"])
         }))
 
+      it.effect("contains: a case-insensitive substring of a text field, with LIKE characters taken literally", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.insert(tenant, "doc", "d_1", { title: "Intro to Effect" })
+          yield* records.insert(tenant, "doc", "d_2", { title: "100% effective_ness" })
+          yield* records.insert(tenant, "doc", "d_3", { title: 42 })
+          yield* records.insert(tenant, "doc", "d_4", {})
+          const search = (value: string) =>
+            records
+              .list(tenant, "doc", { where: [{ field: "title", op: "contains", value }], sort: { field: "id", kind: "text", direction: "asc" }, limit: 10 })
+              .pipe(Effect.map(ids))
+          expect(yield* search("EFFECT")).toEqual(["d_1", "d_2"])
+          expect(yield* search("%")).toEqual(["d_2"])
+          expect(yield* search("e_n")).toEqual(["d_2"])
+          expect(yield* search("t_n")).toEqual([])
+          expect(yield* search("4")).toEqual([])
+        }))
+
+      it.effect("scan: records of a type across every tenant, in id order", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const type = fresh("scanned")
+          const [a, b] = [newTenant(), newTenant("production")]
+          yield* records.insert(b, type, "s_2", { status: "open" })
+          yield* records.insert(a, type, "s_1", { status: "open" })
+          yield* records.insert(a, type, "s_3", { status: "closed" })
+          const found = yield* records.scan(type, [{ field: "status", op: "eq", value: "open" }], 10)
+          expect(found.map((r) => [r.id, r.tenant])).toEqual([
+            ["s_1", a],
+            ["s_2", b]
+          ])
+          expect(yield* records.scan(type, [], 1)).toHaveLength(1)
+        }))
+
       it.effect("lists only the tenant's records of the type", () =>
         Effect.gen(function* () {
           const records = yield* Records

@@ -54,6 +54,8 @@ export type Where =
   | { readonly field: string; readonly op: "eq"; readonly value: string | number | boolean | null }
   | { readonly field: string; readonly op: "in"; readonly values: ReadonlyArray<string> }
   | { readonly field: string; readonly op: "gt" | "gte" | "lt" | "lte"; readonly value: string | number }
+  /** A text field containing `value`, ignoring case (search). */
+  | { readonly field: string; readonly op: "contains"; readonly value: string }
 
 export interface SortSpec {
   /** A top-level field of the data, or `id`. Ties are always broken by `id` in the same direction. */

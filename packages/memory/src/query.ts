@@ -23,6 +23,8 @@ const matches = (data: JsonObject, where: Where): boolean => {
       return where.value === null ? value === undefined || value === null : value === where.value
     case "in":
       return typeof value === "string" && where.values.includes(value)
+    case "contains":
+      return typeof value === "string" && value.toLowerCase().includes(where.value.toLowerCase())
     default: {
       if (typeof value !== typeof where.value || (typeof value !== "string" && typeof value !== "number")) return false
       const c = compareScalars(value, where.value)

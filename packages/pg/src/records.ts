@@ -82,6 +82,9 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
           : sql`(${json(where.field)} = ${JSON.stringify(where.value)}::jsonb)`
       case "in":
         return sql`(${json(where.field)} = ANY(${where.values.map((value) => JSON.stringify(value))}::jsonb[]))`
+      case "contains":
+        // strpos on lower(): no LIKE pattern, so `%` and `_` in the value are plain characters.
+        return sql`(jsonb_typeof(${json(where.field)}) = 'string' AND strpos(lower(data ->> ${where.field}::text), lower(${where.value}::text)) > 0)`
       default: {
         const op = sql.literal(comparators[where.op])
         return typeof where.value === "number"
