@@ -158,6 +158,11 @@ export interface Harness {
   setAccountStatus(accountId: string, status: AccountStatus): Promise<void>
   /** Move the server's clock forward. */
   advance(ms: number): void
+  /**
+   * Operator: merge fields into a stored record, as another part of the platform would
+   * (e.g. mark a record as a replica of another account's record, which release 3.2.0 syncs).
+   */
+  patchRecord(tenant: { accountId: string; environment: "production" | "sandbox" }, type: string, id: string, fields: Record<string, unknown>): Promise<void>
   /** Run the housekeeping the server does on its own schedule (expiry sweeps, retention). */
   housekeeping(): Promise<void>
   /** The directory of the local file storage (PostgreSQL runs); the memory runs keep files in memory. */
@@ -257,6 +262,16 @@ export const startHarness = async (
     },
     advance: (ms) => {
       clock.offsetMs += ms
+    },
+    patchRecord: async (tenant, type, id, fields) => {
+      await run(
+        Effect.gen(function* () {
+          const records = yield* Records
+          const record = yield* records.get(tenant, type, id)
+          if (!record) return yield* Effect.dieMessage(`no ${type} ${id}`)
+          yield* records.update(tenant, type, id, { ...record.data, ...(fields as Record<string, never>) })
+        })
+      )
     },
     housekeeping: async () => {
       await run(Effect.zip(sweepExpiredUploads(), pruneRetained()))

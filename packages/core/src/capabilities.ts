@@ -6,12 +6,13 @@
  * credential may do is the union of its policies.
  */
 import { apiError, type ApiError, type DetailItem } from "./errors.js"
+import { resourceDefinitions } from "./resources/index.js"
 
 const crud = (resource: string, ...extra: ReadonlyArray<string>) =>
   ["read", "create", "update", "delete", ...extra].map((action) => `${resource}.${action}`)
 
-/** The catalog of capabilities of this release. */
-export const capabilityCatalog: ReadonlyArray<string> = [
+/** The catalog of capabilities of this release: those below, and read/create/update/delete of every described resource. */
+const listedCapabilities: ReadonlyArray<string> = [
   "credentials.read",
   "credentials.create",
   "credentials.update",
@@ -59,6 +60,10 @@ export const capabilityCatalog: ReadonlyArray<string> = [
   ...crud("replicas"),
   ...crud("webhooks"),
   "reports.read"
+]
+
+export const capabilityCatalog: ReadonlyArray<string> = [
+  ...new Set([...listedCapabilities, ...resourceDefinitions.flatMap((definition) => crud(definition.plural))])
 ]
 
 const catalogSet = new Set(capabilityCatalog)

@@ -49,6 +49,9 @@ export const idPrefixes = {
   replica: "rpl",
   plan: "pln",
   // ours, following the same rule
+  tag_group: "tgr",
+  navigation_item: "nav",
+  attachment: "att",
   account: "acc",
   sandbox_reset: "rst"
 } as const

@@ -5,8 +5,17 @@ import { credentialOperations } from "./routes/credentials.js"
 import { openApiOperation } from "./openapi.js"
 import { platformOperations } from "./routes/platform.js"
 import { uploadOperations } from "./routes/uploads.js"
+import { operationOperations } from "./routes/operations.js"
+import { resourceDefinitions } from "@syllabus/core"
+import { resourceOperations } from "./resources.js"
 
-const served: ReadonlyArray<Operation> = [...credentialOperations, ...uploadOperations, ...platformOperations]
+const served: ReadonlyArray<Operation> = [
+  ...credentialOperations,
+  ...resourceDefinitions.flatMap(resourceOperations),
+  ...uploadOperations,
+  ...operationOperations,
+  ...platformOperations
+]
 
 /** Every operation of the release, the description itself included. */
 export const operations: ReadonlyArray<Operation> = [...served, openApiOperation(() => operations)]

@@ -1,7 +1,19 @@
 /**
  * Everything the app runs on, assembled from a store layer in one call.
  */
-import { AccessTokens, Crypto, FileStorage, Ids, RateLimitConfig, Records, StorageUnavailable, type Tenant } from "@syllabus/core"
+import {
+  AccessTokens,
+  Crypto,
+  FileStorage,
+  Ids,
+  operationKinds,
+  OperationKinds,
+  operationsWorker,
+  RateLimitConfig,
+  Records,
+  StorageUnavailable,
+  type Tenant
+} from "@syllabus/core"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { type CryptoKeys, makeNodeCrypto } from "./node-crypto.js"
 import { type AppServices, ServerSettings, type ServerSettingsShape, type StoreServices } from "./services.js"
@@ -22,6 +34,8 @@ export interface SyllabusOptions<E = never> {
   readonly settings?: Partial<ServerSettingsShape>
   /** Checks administrator access tokens (human mode); none by default. */
   readonly accessTokens?: Layer.Layer<AccessTokens>
+  /** Run the workers of asynchronous operations in this process (default: yes). */
+  readonly workers?: boolean
 }
 
 const unavailable = Effect.fail(new StorageUnavailable({ cause: "no file storage configured" }))
@@ -68,5 +82,10 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     options.rateLimits === "off" ? RateLimitConfig.off : RateLimitConfig.contract,
     ServerSettings.layer(options.settings)
   )
-  return Layer.provideMerge(services, options.store)
+  const workers =
+    options.workers === false ? Layer.empty : Layer.scopedDiscard(Effect.forkScoped(operationsWorker()))
+  return Layer.provideMerge(
+    workers,
+    Layer.provideMerge(Layer.merge(services, OperationKinds.layer(operationKinds)), options.store)
+  )
 }

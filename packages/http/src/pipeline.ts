@@ -249,11 +249,12 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
       const key = yield* checkIdempotencyKey(operation.idempotency, headerValues(request, "idempotency-key"))
       state.idempotencyKey = key ?? null
       // If-Match only means something on operations that write a revisioned resource; elsewhere it is ignored.
-      const scopedId = operation.scopedBy === undefined ? undefined : match.params[operation.scopedBy]
+      // The ETag names the resource of the path: its last parameter.
+      const resourceId = Object.values(match.params).at(-1)
       const expectedRevision =
         operation.ifMatch === undefined
           ? undefined
-          : yield* parseIfMatch(headerValues(request, "if-match"), operation.ifMatch, scopedId)
+          : yield* parseIfMatch(headerValues(request, "if-match"), operation.ifMatch, resourceId)
 
       // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
       const handle = operation

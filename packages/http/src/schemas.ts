@@ -238,3 +238,40 @@ export const FileSchema = Schema.Struct({
   sha256: Schema.String,
   created_at: Timestamp
 }).annotations({ identifier: "File" })
+
+const OperationError = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String,
+  field: Schema.NullOr(Schema.String),
+  reason: Schema.NullOr(Schema.String),
+  resource_id: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "OperationError" })
+
+export const OperationSchema = Schema.Struct({
+  object: Schema.Literal("operation"),
+  id: Schema.String,
+  type: Schema.String.annotations({ description: "Open enum: new operation types may appear." }),
+  status: Schema.Literal("queued", "running", "succeeded", "failed", "canceled"),
+  attempt: Schema.Struct({ number: Schema.Int, status: Schema.String }),
+  cancellation_requested: Schema.Boolean,
+  progress: Schema.Struct({ done: Schema.Int, failed: Schema.Int, total: Schema.Int }),
+  error: Schema.NullOr(OperationError),
+  items_url: Schema.String,
+  result_url: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp,
+  expires_at: Timestamp
+}).annotations({ identifier: "Operation" })
+
+export const OperationItemSchema = Schema.Struct({
+  object: Schema.Literal("operation_item"),
+  id: Schema.String,
+  operation_id: Schema.String,
+  key: Schema.String,
+  status: Schema.Literal("queued", "succeeded", "failed", "canceled"),
+  error: Schema.NullOr(OperationError),
+  result: Schema.Unknown,
+  created_at: Timestamp,
+  finished_at: NullableTimestamp
+}).annotations({ identifier: "OperationItem" })

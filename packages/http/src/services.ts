@@ -8,6 +8,7 @@ import type {
   FileStorage,
   Idempotency,
   Ids,
+  OperationKinds,
   RateLimitConfig,
   RateLimitStore,
   Records,
@@ -18,7 +19,15 @@ import { Context, Layer } from "effect"
 /** The ports a store package provides. */
 export type StoreServices = Records | UnitOfWork | Idempotency | RateLimitStore
 
-export type AppServices = StoreServices | FileStorage | Crypto | Ids | AccessTokens | RateLimitConfig | ServerSettings
+export type AppServices =
+  | StoreServices
+  | FileStorage
+  | Crypto
+  | Ids
+  | AccessTokens
+  | RateLimitConfig
+  | ServerSettings
+  | OperationKinds
 
 export const RELEASE = "3.4.7"
 

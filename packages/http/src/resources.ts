@@ -1,0 +1,192 @@
+/**
+ * The routes of a described resource (`ResourceDefinition` of `@syllabus/core`): list, get,
+ * create, update (restore from the trash included) and delete, with their query, bodies,
+ * capabilities, scopes, ETags and OpenAPI schemas derived from the one description.
+ */
+import {
+  Caller,
+  createResource,
+  deleteResource,
+  getResource,
+  listResources,
+  type ParentDefinition,
+  type ResourceDefinition,
+  resourceEtag,
+  resourceView,
+  updateResource,
+  visibleResources
+} from "@syllabus/core"
+import { Effect, Schema } from "effect"
+import { defineOperation, type Operation } from "./operation.js"
+import { pageLimit, pageQuery } from "./query.js"
+
+const Timestamp = Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } })
+
+const pascal = (name: string) => name.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
+
+/** The chain of parents, outermost first. */
+const ancestry = (parent: ParentDefinition | undefined): ReadonlyArray<ParentDefinition> =>
+  parent ? [...ancestry(parent.parent), parent] : []
+
+/** The representation's schema, for OpenAPI. */
+export const representationSchema = (definition: ResourceDefinition): Schema.Schema.AnyNoContext =>
+  Schema.Struct({
+    object: Schema.Literal(definition.type),
+    id: Schema.String,
+    ...(definition.parent ? { [definition.parent.field]: Schema.String } : {}),
+    ...definition.fields,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    ...(definition.trash ? { deleted: Schema.Boolean } : {}),
+    revision: definition.revision === "string" ? Schema.String : Schema.Int
+  }).annotations({ identifier: pascal(definition.type) }) as unknown as Schema.Schema.AnyNoContext
+
+export const itemParam = (definition: ResourceDefinition) => `${definition.type}_id`
+
+const pathIds = (path: Readonly<Record<string, string>>): Readonly<Record<string, string | undefined>> => path
+
+export const resourceOperations = (definition: ResourceDefinition): ReadonlyArray<Operation> => {
+  const parents = ancestry(definition.parent)
+  const parentParams = Object.fromEntries(parents.map((p) => [p.field, p.idKind]))
+  const item = itemParam(definition)
+  const itemPath = `${definition.path}/{${item}}`
+  const params = { ...parentParams, [item]: definition.idKind }
+  // A resource-limited policy names top-level resources: nested ones are scoped by their outermost parent.
+  const scope = parents[0]?.field
+  const representation = representationSchema(definition)
+  const tag = definition.tag
+  const { plural } = definition
+  const etagged = (record: Parameters<typeof resourceEtag>[1]) => ({ etag: resourceEtag(definition, record) })
+  const location = (path: Readonly<Record<string, string>>, id: string) =>
+    `/api/v3${definition.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => path[name] ?? "")}/${id}`
+
+  const filters = Object.fromEntries(Object.entries(definition.filters ?? {}).map(([name, f]) => [name, Schema.optional(f.schema)]))
+  const ListQuery: Schema.Schema.AnyNoContext = Schema.Struct({
+    ...pageQuery(...definition.sorts.map((s) => s.name)),
+    ...(definition.trash ? { deleted: Schema.optional(Schema.Literal("true", "false")) } : {}),
+    ...(definition.search ? { q: Schema.optional(Schema.String.pipe(Schema.maxLength(200))) } : {}),
+    ...filters
+  }) as unknown as Schema.Schema.AnyNoContext
+  const UpdateBody = definition.trash
+    ? (Schema.extend(
+        definition.update as unknown as Schema.Struct<Schema.Struct.Fields>,
+        Schema.Struct({ deleted: Schema.optional(Schema.Boolean) })
+      ) as unknown as Schema.Schema.AnyNoContext)
+    : definition.update
+
+  return [
+    defineOperation({
+      id: `${plural}.list`,
+      method: "GET",
+      path: definition.path,
+      summary: `List ${plural.replaceAll("_", " ")}${definition.trash ? "; `deleted=true` lists the trash" : ""}.`,
+      tag,
+      capability: `${plural}.read`,
+      ...(scope ? { scopedBy: scope } : {}),
+      params: parentParams,
+      query: ListQuery,
+      idempotency: "none",
+      success: { status: 200, description: `A page of ${plural.replaceAll("_", " ")}.`, schema: representation, collection: true },
+      errors: ["invalid_cursor"],
+      handler: ({ path, query }) =>
+        Effect.gen(function* () {
+          const caller = yield* Caller
+          const { limit, cursor, sort, deleted, q, ...rest } = query as Record<string, string | undefined>
+          const result = yield* listResources(definition, {
+            parentIds: pathIds(path),
+            limit: pageLimit(limit),
+            cursor,
+            sort,
+            deleted: deleted === "true",
+            q,
+            filters: rest,
+            visible: scope ? "all" : visibleResources(caller.grant, `${plural}.read`)
+          })
+          return { status: 200, body: result }
+        })
+    }),
+    defineOperation({
+      id: `${plural}.get`,
+      method: "GET",
+      path: itemPath,
+      summary: `Retrieve a ${definition.type.replaceAll("_", " ")}.`,
+      tag,
+      capability: `${plural}.read`,
+      scopedBy: scope ?? item,
+      params,
+      idempotency: "none",
+      success: { status: 200, description: "The resource.", schema: representation, headers: ["ETag"] },
+      errors: [],
+      handler: ({ path }) =>
+        getResource(definition, pathIds(path), path[item]!).pipe(
+          Effect.map((record) => ({ status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) }))
+        )
+    }),
+    defineOperation({
+      id: `${plural}.create`,
+      method: "POST",
+      path: definition.path,
+      summary: `Create a ${definition.type.replaceAll("_", " ")}.`,
+      tag,
+      capability: `${plural}.create`,
+      ...(scope ? { scopedBy: scope } : {}),
+      params: parentParams,
+      body: definition.create,
+      idempotency: "required",
+      success: { status: 201, description: "The new resource.", schema: representation, headers: ["Location", "ETag"] },
+      errors: definition.unique ? ["already_exists"] : [],
+      handler: ({ path, body }) =>
+        createResource(definition, pathIds(path), body).pipe(
+          Effect.map((record) => ({
+            status: 201,
+            body: { data: resourceView(definition, record) },
+            headers: { location: location(path, record.id), ...etagged(record) }
+          }))
+        )
+    }),
+    defineOperation({
+      id: `${plural}.update`,
+      method: "PATCH",
+      path: itemPath,
+      summary: `Change a ${definition.type.replaceAll("_", " ")}: only the fields sent${
+        definition.trash ? "; `deleted: false` restores it from the trash" : ""
+      }.`,
+      tag,
+      capability: `${plural}.update`,
+      scopedBy: scope ?? item,
+      params,
+      body: UpdateBody,
+      idempotency: "optional",
+      ifMatch: definition.type,
+      success: { status: 200, description: "The resource.", schema: representation, headers: ["ETag"] },
+      errors: [...(definition.unique ? (["already_exists"] as const) : []), ...(definition.replicable ? (["replica_readonly"] as const) : [])],
+      handler: ({ path, body, expectedRevision }) =>
+        updateResource(definition, pathIds(path), path[item]!, body as never, expectedRevision).pipe(
+          Effect.map((record) => ({ status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) }))
+        )
+    }),
+    defineOperation({
+      id: `${plural}.delete`,
+      method: "DELETE",
+      path: itemPath,
+      summary: definition.trash
+        ? `Move a ${definition.type.replaceAll("_", " ")} to the trash.`
+        : `Remove a ${definition.type.replaceAll("_", " ")}.`,
+      tag,
+      capability: `${plural}.delete`,
+      scopedBy: scope ?? item,
+      params,
+      idempotency: "optional",
+      success: definition.trash
+        ? { status: 200, description: "The resource, `deleted: true`.", schema: representation }
+        : { status: 204, description: "Removed." },
+      errors: definition.replicable ? ["replica_readonly"] : [],
+      handler: ({ path }) =>
+        deleteResource(definition, pathIds(path), path[item]!).pipe(
+          Effect.map((record) =>
+            record ? { status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) } : { status: 204, body: null }
+          )
+        )
+    })
+  ]
+}
