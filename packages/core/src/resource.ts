@@ -220,10 +220,19 @@ const withIndexes = (definition: ResourceDefinition, data: JsonObject): JsonObje
   return text === null ? data : { ...data, search_text: text }
 }
 
-const verbOf = { created: "created", updated: "updated", trashed: "trashed", restored: "restored", deleted: "deleted" } as const
+const verbOf = {
+  created: "created",
+  updated: "updated",
+  trashed: "trashed",
+  restored: "restored",
+  deleted: "deleted",
+  published: "published",
+  copied: "copied",
+  reordered: "reordered"
+} as const
 
-/** Audit entry and event of one change, in its unit of work. */
-const recordResourceChange = (
+/** Audit entry and event of one change, in its unit of work (`<type>.<verb>`). */
+export const recordResourceChange = (
   definition: ResourceDefinition,
   verb: keyof typeof verbOf,
   after: JsonObject,

@@ -27,6 +27,9 @@ export const Text = (options: { readonly min?: number; readonly max?: number } =
   )
 }
 
+/** A rich-text field (HTML or serialized blocks): at most 512 KiB (§8.2). */
+export const RichText = (options: { readonly min?: number } = {}) => Text({ min: options.min ?? 0, max: RICH_TEXT_MAX })
+
 export const Integer = (options: { readonly min: number; readonly max: number }) =>
   Schema.Number.annotations({ message: () => coded("invalid_type", { expected: "integer" }) }).pipe(
     Schema.filter((n) => Number.isInteger(n) || coded("invalid_type", { expected: "integer" })),

@@ -8,10 +8,22 @@ import { uploadOperations } from "./routes/uploads.js"
 import { operationOperations } from "./routes/operations.js"
 import { resourceDefinitions } from "@syllabus/core"
 import { resourceOperations } from "./resources.js"
+import { contentRoutes } from "./routes/content.js"
+import { peopleRoutes } from "./routes/people.js"
+import { productsRoutes } from "./routes/products.js"
+import { siteRoutes } from "./routes/site.js"
+import { taxonomiesRoutes } from "./routes/taxonomies.js"
+import { webhooksRoutes } from "./routes/webhooks.js"
 
 const served: ReadonlyArray<Operation> = [
   ...credentialOperations,
   ...resourceDefinitions.flatMap(resourceOperations),
+  ...productsRoutes,
+  ...contentRoutes,
+  ...taxonomiesRoutes,
+  ...peopleRoutes,
+  ...siteRoutes,
+  ...webhooksRoutes,
   ...uploadOperations,
   ...operationOperations,
   ...platformOperations
