@@ -4,15 +4,19 @@
  * `<resource>.<past-tense verb>`. The events collection, streams and webhooks read these
  * records; they are never rebuilt.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { Caller, Ids } from "./context.js"
 import { apiError } from "./errors.js"
-import { type Json, type JsonObject, Records } from "./ports.js"
-import { formatTimestamp } from "./time.js"
+import { paginate } from "./pagination.js"
+import { type Json, type JsonObject, Records, type Where } from "./ports.js"
+import { DAY, formatTimestamp, parseTimestamp } from "./time.js"
+import { inOrder } from "./views.js"
 
 export const EVENT_TYPE = "event"
 /** The payload version of every event type of this release. */
 export const EVENT_VERSION = 1
+/** Events are kept 30 days (§6, §8.3). */
+export const EVENT_RETENTION_MS = 30 * DAY
 
 export const eventFields = [
   "object",
@@ -62,4 +66,63 @@ export const emitEvent = Effect.fn("emitEvent")(function* (
   yield* records
     .insert(caller.tenant, EVENT_TYPE, id, event)
     .pipe(Effect.mapError((cause) => apiError("audit_unavailable", { internal: cause })))
+})
+
+const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
+
+export const eventView = (data: JsonObject): JsonObject => inOrder(data, eventFields)
+
+/** `GET /events`: newest first by default, filtered by type and resource, 30 days back. */
+export const listEvents = Effect.fn("Events.list")(function* (query: {
+  readonly limit: number
+  readonly cursor: string | undefined
+  readonly sort: string | undefined
+  readonly type: string | undefined
+  readonly resource_type: string | undefined
+  readonly resource_id: string | undefined
+  readonly created_after: string | undefined
+  readonly created_before: string | undefined
+}) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const now = yield* Clock.currentTimeMillis
+  const retainedSince = formatTimestamp(now - EVENT_RETENTION_MS)
+  const at = (text: string | undefined) => (text === undefined ? undefined : formatTimestamp(Option.getOrThrow(parseTimestamp(text))))
+  const after = at(query.created_after)
+  const before = at(query.created_before)
+  const where: Array<Where> = [
+    { field: "created_at", op: "gte", value: after !== undefined && after > retainedSince ? after : retainedSince },
+    ...(before !== undefined ? [{ field: "created_at", op: "lt" as const, value: before }] : []),
+    ...(query.type !== undefined ? [{ field: "type", op: "eq" as const, value: query.type }] : []),
+    ...(query.resource_type !== undefined ? [{ field: "resource_type", op: "eq" as const, value: query.resource_type }] : []),
+    ...(query.resource_id !== undefined ? [{ field: "resource_id", op: "eq" as const, value: query.resource_id }] : [])
+  ]
+  const { items, page } = yield* paginate({
+    tenant: caller.tenant,
+    type: EVENT_TYPE,
+    where,
+    sort: { field: "id", kind: "text", direction: query.sort === "created_at" ? "asc" : "desc" },
+    limit: query.limit,
+    cursor: query.cursor,
+    collection: `events:${JSON.stringify([query.type, query.resource_type, query.resource_id, after ?? null, before ?? null])}`,
+    // A cursor on an event that is no longer kept: the client missed events, and must know (410).
+    checkPosition: (id) =>
+      records.get(caller.tenant, EVENT_TYPE, id).pipe(
+        Effect.mapError(readFailure),
+        Effect.flatMap((event) =>
+          !event || String(event.data.created_at) < retainedSince ? Effect.fail(apiError("cursor_expired")) : Effect.void
+        )
+      )
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+  return { data: items.map((r) => eventView(r.data)), page }
+})
+
+/** `GET /events/{id}`: 404 once the event is past retention. */
+export const getEvent = Effect.fn("Events.get")(function* (id: string) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const now = yield* Clock.currentTimeMillis
+  const event = yield* records.get(caller.tenant, EVENT_TYPE, id).pipe(Effect.mapError(readFailure))
+  if (!event || Date.parse(String(event.data.created_at)) < now - EVENT_RETENTION_MS) return yield* Effect.fail(apiError("not_found"))
+  return eventView(event.data)
 })

@@ -3,7 +3,7 @@
  * collection, its sort and its filters, valid 24 hours; `next_cursor` null ends the collection.
  */
 import { Clock, Effect } from "effect"
-import { apiError } from "./errors.js"
+import { type ApiError, apiError } from "./errors.js"
 import { Crypto, type ListQuery, Records, type SortSpec, type StoredRecord, type Tenant, type Where } from "./ports.js"
 import { DAY } from "./time.js"
 
@@ -45,6 +45,8 @@ export interface PageRequest {
    * to it and to the sort (not to `where`, which may hold derived values such as "now").
    */
   readonly collection: string
+  /** A check of the record a cursor points at (e.g. 410 `cursor_expired` when it is no longer retained). */
+  readonly checkPosition?: (id: string) => Effect.Effect<void, ApiError, Records>
 }
 
 const sortValue = (record: StoredRecord, sort: SortSpec): string | number | null => {
@@ -79,6 +81,7 @@ export const paginate = Effect.fn("paginate")(function* (request: PageRequest) {
       return yield* Effect.fail(invalidCursor)
     }
     position = parsed
+    if (request.checkPosition) yield* request.checkPosition(parsed.i)
   }
 
   const backwards = position?.d === "p"

@@ -6,6 +6,7 @@ import { openApiOperation } from "./openapi.js"
 import { platformOperations } from "./routes/platform.js"
 import { uploadOperations } from "./routes/uploads.js"
 import { operationOperations } from "./routes/operations.js"
+import { eventOperations } from "./routes/events.js"
 import { resourceDefinitions } from "@syllabus/core"
 import { resourceOperations } from "./resources.js"
 import { contentRoutes } from "./routes/content.js"
@@ -26,6 +27,7 @@ const served: ReadonlyArray<Operation> = [
   ...webhooksRoutes,
   ...uploadOperations,
   ...operationOperations,
+  ...eventOperations,
   ...platformOperations
 ]
 

@@ -275,3 +275,24 @@ export const OperationItemSchema = Schema.Struct({
   created_at: Timestamp,
   finished_at: NullableTimestamp
 }).annotations({ identifier: "OperationItem" })
+
+export const EventSchema = Schema.Struct({
+  object: Schema.Literal("event"),
+  id: Schema.String,
+  type: Schema.String.annotations({ description: "Open enum `<resource>.<past-tense verb>`; see `GET /event-types`." }),
+  version: Schema.Int,
+  created_at: Timestamp,
+  environment: Schema.Literal("production", "sandbox"),
+  request_id: Schema.String,
+  data: Schema.Struct({ object: Schema.Record({ key: Schema.String, value: Schema.Unknown }) }),
+  previous_attributes: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}).annotations({ identifier: "Event" })
+
+export const EventTypeSchema = Schema.Struct({
+  object: Schema.Literal("event_type"),
+  type: Schema.String,
+  version: Schema.Int,
+  visibility: Schema.Literal("public"),
+  resource_type: Schema.String,
+  payload_keys: Schema.Array(Schema.String)
+}).annotations({ identifier: "EventType" })
