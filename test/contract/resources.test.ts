@@ -199,3 +199,15 @@ eachStore("described resources", (h) => {
     expect((await api(h(), h().test).patch(`/showcases/${created.id}`, { name: "Theirs" })).status).toBe(404)
   })
 })
+
+eachStore("tag groups and their tags", (h) => {
+  it("removing a tag group leaves its tags without a group", async () => {
+    const group = (await h().request("POST", "/api/v3/tag-groups", { secret: h().live, json: { name: `G ${Date.now()}` } })).body.data
+    const tag = (await h().request("POST", "/api/v3/tags", { secret: h().live, json: { name: `T ${Date.now()}`, tag_group_id: group.id } })).body.data
+    expect(tag.tag_group_id).toBe(group.id)
+    expect((await h().request("DELETE", `/api/v3/tag-groups/${group.id}`, { secret: h().live })).status).toBe(204)
+    const after = await h().request("GET", `/api/v3/tags/${tag.id}`, { secret: h().live })
+    expect(after.status).toBe(200)
+    expect(after.body.data.tag_group_id).toBeNull()
+  })
+})

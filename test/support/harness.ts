@@ -178,6 +178,8 @@ export interface HarnessOptions {
   readonly databaseUrl?: string
   /** Use this account instead of opening one (with `databaseUrl`). */
   readonly account?: OpenedAccount
+  /** Run the workers of asynchronous operations (default: yes). */
+  readonly workers?: boolean
 }
 
 let keyCounter = 0
@@ -204,6 +206,7 @@ export const startHarness = async (
       store: withFaults(storeLayer, failing),
       storage: storageWithFaults(storage, failing),
       rateLimits: options.rateLimits ?? "off",
+      workers: options.workers ?? true,
       ...(options.settings ? { settings: options.settings } : {})
     }),
     Layer.setClock(clock)

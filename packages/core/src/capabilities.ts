@@ -102,7 +102,7 @@ export const policyTemplates: ReadonlyArray<PolicyTemplate> = [
     name: "Catalog editor",
     description: "Edits showcases, banners, navigation, products, modules, lessons, exams and taxonomies.",
     capabilities: capabilityCatalog.filter((c) =>
-      ["showcases", "banners", "navigation", "products", "modules", "lessons", "exams", "taxonomies", "files"].includes(
+      ["showcases", "banners", "navigation", "products", "modules", "lessons", "attachments", "exams", "taxonomies", "taxonomy_terms", "files"].includes(
         c.split(".")[0]!
       ) && c !== "exams.read_answer_key"
     )

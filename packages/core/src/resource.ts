@@ -12,11 +12,12 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import { recordChange } from "./audit.js"
 import { Caller, Ids } from "./context.js"
-import { type ApiError, apiError, type DetailItem, fieldError } from "./errors.js"
+import { type ApiError, apiError, type DetailItem, type ErrorCode, fieldError } from "./errors.js"
 import { emitEvent, previousAttributes } from "./events.js"
 import type { IdKind } from "./ids.js"
 import { paginate } from "./pagination.js"
 import {
+  type Crypto,
   type Json,
   type JsonObject,
   Records,
@@ -30,7 +31,7 @@ import {
 import { formatTimestamp } from "./time.js"
 
 /** What a rule function of a resource may use. */
-export type RuleServices = Caller | Records | Ids
+export type RuleServices = Caller | Records | Ids | Crypto
 
 export interface WriteContext {
   readonly tenant: Tenant
@@ -126,6 +127,13 @@ export interface ResourceDefinition<
   }
   /** Fields stored but never shown (e.g. a password hash). */
   readonly hidden?: ReadonlyArray<string>
+  /**
+   * Derived routes the resource replaces with its own (e.g. a create that answers a secret
+   * once); the description still drives everything else (schemas, events, batches).
+   */
+  readonly replacedRoutes?: ReadonlyArray<"list" | "get" | "create" | "update" | "delete">
+  /** Error codes its rules answer on writes, for the description (e.g. `replica_readonly` from a parent). */
+  readonly writeErrors?: ReadonlyArray<ErrorCode>
 }
 
 /** Build a definition, keeping its schema types tied to its rule functions. */

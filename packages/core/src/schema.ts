@@ -23,7 +23,7 @@ export const Text = (options: { readonly min?: number; readonly max?: number } =
   return Schema.String.annotations({ message: () => coded("invalid_type", { expected: "string" }) }).pipe(
     Schema.filter((s) => s.length >= min || coded(min === 1 ? "required" : "too_short", { min })),
     Schema.filter((s) => s.length <= max || coded("too_long", { max })),
-    Schema.annotations({ jsonSchema: { type: "string", minLength: min, maxLength: max } })
+    Schema.annotations({ jsonSchema: { minLength: min, maxLength: max } })
   )
 }
 
@@ -106,5 +106,13 @@ export const detailsOf = (error: ParseResult.ParseError, location: "field" | "pa
     }
     items.push(item)
   }
-  return items
+  // A problem inside a field also fails the alternatives around it (`optional`, `NullOr`):
+  // only the innermost problem of a path is the client's to fix.
+  return items.filter((item) => {
+    const at = item.field ?? item.parameter ?? ""
+    return !items.some((other) => {
+      const inner = other.field ?? other.parameter ?? ""
+      return inner !== at && at !== "" && (inner.startsWith(`${at}.`) || inner.startsWith(`${at}[`))
+    })
+  })
 }

@@ -3,6 +3,7 @@
  */
 import {
   AccessTokens,
+  batchKinds,
   Crypto,
   FileStorage,
   Ids,
@@ -86,6 +87,6 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     options.workers === false ? Layer.empty : Layer.scopedDiscard(Effect.forkScoped(operationsWorker()))
   return Layer.provideMerge(
     workers,
-    Layer.provideMerge(Layer.merge(services, OperationKinds.layer(operationKinds)), options.store)
+    Layer.provideMerge(Layer.merge(services, OperationKinds.layer({ ...batchKinds, ...operationKinds })), options.store)
   )
 }

@@ -65,6 +65,8 @@ export interface Operation<QS extends AnySchema = AnySchema, BS extends AnySchem
   readonly unitOfWork?: "pipeline" | "handler"
   /** The resource type named in `If-Match` ETags, when the operation honours `If-Match`. */
   readonly ifMatch?: string
+  /** The resource ID named in those ETags when the path has none (a settings group); else the path's last parameter. */
+  readonly ifMatchId?: string
   readonly sandboxOnly?: boolean
   readonly success: {
     readonly status: number

@@ -250,7 +250,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
       state.idempotencyKey = key ?? null
       // If-Match only means something on operations that write a revisioned resource; elsewhere it is ignored.
       // The ETag names the resource of the path: its last parameter.
-      const resourceId = Object.values(match.params).at(-1)
+      const resourceId = operation.ifMatchId ?? Object.values(match.params).at(-1)
       const expectedRevision =
         operation.ifMatch === undefined
           ? undefined

@@ -74,8 +74,9 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       ) as unknown as Schema.Schema.AnyNoContext)
     : definition.update
 
-  return [
-    defineOperation({
+  const replaced = new Set(definition.replacedRoutes ?? [])
+  const derived: ReadonlyArray<readonly ["list" | "get" | "create" | "update" | "delete", Operation]> = [
+    ["list", defineOperation({
       id: `${plural}.list`,
       method: "GET",
       path: definition.path,
@@ -104,8 +105,8 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
           })
           return { status: 200, body: result }
         })
-    }),
-    defineOperation({
+    })],
+    ["get", defineOperation({
       id: `${plural}.get`,
       method: "GET",
       path: itemPath,
@@ -121,8 +122,8 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
         getResource(definition, pathIds(path), path[item]!).pipe(
           Effect.map((record) => ({ status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) }))
         )
-    }),
-    defineOperation({
+    })],
+    ["create", defineOperation({
       id: `${plural}.create`,
       method: "POST",
       path: definition.path,
@@ -134,7 +135,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       body: definition.create,
       idempotency: "required",
       success: { status: 201, description: "The new resource.", schema: representation, headers: ["Location", "ETag"] },
-      errors: definition.unique ? ["already_exists"] : [],
+      errors: [...(definition.unique ? (["already_exists"] as const) : []), ...(definition.writeErrors ?? [])],
       handler: ({ path, body }) =>
         createResource(definition, pathIds(path), body).pipe(
           Effect.map((record) => ({
@@ -143,8 +144,8 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
             headers: { location: location(path, record.id), ...etagged(record) }
           }))
         )
-    }),
-    defineOperation({
+    })],
+    ["update", defineOperation({
       id: `${plural}.update`,
       method: "PATCH",
       path: itemPath,
@@ -159,13 +160,17 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       idempotency: "optional",
       ifMatch: definition.type,
       success: { status: 200, description: "The resource.", schema: representation, headers: ["ETag"] },
-      errors: [...(definition.unique ? (["already_exists"] as const) : []), ...(definition.replicable ? (["replica_readonly"] as const) : [])],
+      errors: [
+        ...(definition.unique ? (["already_exists"] as const) : []),
+        ...(definition.replicable ? (["replica_readonly"] as const) : []),
+        ...(definition.writeErrors ?? [])
+      ],
       handler: ({ path, body, expectedRevision }) =>
         updateResource(definition, pathIds(path), path[item]!, body as never, expectedRevision).pipe(
           Effect.map((record) => ({ status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) }))
         )
-    }),
-    defineOperation({
+    })],
+    ["delete", defineOperation({
       id: `${plural}.delete`,
       method: "DELETE",
       path: itemPath,
@@ -180,13 +185,14 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       success: definition.trash
         ? { status: 200, description: "The resource, `deleted: true`.", schema: representation }
         : { status: 204, description: "Removed." },
-      errors: definition.replicable ? ["replica_readonly"] : [],
+      errors: [...(definition.replicable ? (["replica_readonly"] as const) : []), ...(definition.writeErrors ?? [])],
       handler: ({ path }) =>
         deleteResource(definition, pathIds(path), path[item]!).pipe(
           Effect.map((record) =>
             record ? { status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) } : { status: 204, body: null }
           )
         )
-    })
+    })]
   ]
+  return derived.filter(([route]) => !replaced.has(route)).map(([, operation]) => operation)
 }

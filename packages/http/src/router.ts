@@ -49,11 +49,11 @@ export const makeRouter = (operations: ReadonlyArray<Operation>) => {
       if (found) return found
     }
     if (node.param && segment !== "") {
+      // Bound before going deeper, so the parameters come out in path order.
+      params[node.param.name] = segment
       const found = find(node.param.node, segments, i + 1, params)
-      if (found) {
-        params[node.param.name] = segment
-        return found
-      }
+      if (found) return found
+      delete params[node.param.name]
     }
     return undefined
   }

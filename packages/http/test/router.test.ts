@@ -25,6 +25,12 @@ describe("router", () => {
     expect(match._tag === "Found" && match.operation.path).toBe("/credentials/current")
   })
 
+  it("binds parameters in path order (the last one names the resource of an ETag)", () => {
+    const nested = makeRouter([op("PATCH", "/products/{product_id}/taxonomies/{taxonomy_id}")])
+    const match = nested("PATCH", "/products/prd_1/taxonomies/tax_2")
+    expect(match._tag === "Found" && Object.keys(match.params)).toEqual(["product_id", "taxonomy_id"])
+  })
+
   it("binds parameters", () => {
     const match = route("PATCH", "/credentials/crd_123456789")
     expect(match._tag === "Found" && match.params).toEqual({ credential_id: "crd_123456789" })

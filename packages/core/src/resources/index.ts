@@ -15,6 +15,12 @@ import { taxonomiesOperationKinds, taxonomiesResources } from "./taxonomies.js"
 import { webhooksOperationKinds, webhooksResources } from "./webhooks.js"
 
 export { showcases, tagGroups }
+export * from "./content.js"
+export * from "./people.js"
+export * from "./products.js"
+export * from "./site.js"
+export * from "./taxonomies.js"
+export * from "./webhooks.js"
 
 export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   showcases,

@@ -1,5 +1,8 @@
 /** Tag groups: named sets of tags (3.3.1). */
 import { Effect, Schema } from "effect"
+import { Caller } from "../context.js"
+import { apiError } from "../errors.js"
+import { Records } from "../ports.js"
 import { defineResource } from "../resource.js"
 import { Text } from "../schema.js"
 
@@ -23,5 +26,19 @@ export const tagGroups = defineResource({
     { name: "name", field: "name", kind: "text" },
     { name: "created_at", field: "id", kind: "text" }
   ],
-  search: ["name"]
+  search: ["name"],
+  rules: {
+    // The tags of a removed group stay, without a group (as a Shopify collection's products do).
+    afterDelete: (group) =>
+      Effect.gen(function* () {
+        const caller = yield* Caller
+        const records = yield* Records
+        const grouped = yield* records.list(caller.tenant, "tag", {
+          where: [{ field: "tag_group_id", op: "eq", value: group.id }],
+          sort: { field: "id", kind: "text", direction: "asc" },
+          limit: 10_000
+        })
+        yield* Effect.forEach(grouped, (tag) => records.update(caller.tenant, "tag", tag.id, { ...tag.data, tag_group_id: null }))
+      }).pipe(Effect.mapError((cause) => apiError("audit_unavailable", { internal: cause })))
+  }
 })

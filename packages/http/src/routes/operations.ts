@@ -1,5 +1,14 @@
 /** Asynchronous operations (§2.3, open-points "Operations") over HTTP: read and follow them. */
-import { getOperation, listOperationItems, listOperations } from "@syllabus/core"
+import {
+  batchTypeNames,
+  cancelOperation,
+  getOperation,
+  listOperationItems,
+  listOperations,
+  resumeOperation,
+  StartBatchBody,
+  startBatch
+} from "@syllabus/core"
 import { Effect, Schema } from "effect"
 import { defineOperation } from "../operation.js"
 import { pageLimit, pageQuery } from "../query.js"
@@ -7,6 +16,13 @@ import { OperationItemSchema, OperationSchema } from "../schemas.js"
 
 const tag = "Operations"
 const params = { operation_id: "operation" } as const
+
+/** A 202 with the operation and where to follow it. */
+export const accepted = (operation: { readonly id?: unknown }) => ({
+  status: 202,
+  body: { data: operation as never },
+  headers: { location: `/api/v3/operations/${String(operation.id)}` }
+})
 
 export const operationOperations = [
   defineOperation({
@@ -28,6 +44,45 @@ export const operationOperations = [
       listOperations({ limit: pageLimit(query.limit), cursor: query.cursor, status: query.status, type: query.type }).pipe(
         Effect.map((body) => ({ status: 200, body }))
       )
+  }),
+  defineOperation({
+    id: "operations.create",
+    method: "POST",
+    path: "/operations",
+    summary: `Start a batch: \`{ type, items: [{ key, ...payload }] }\`, up to 1,000 items, each a create, update or delete of one resource. Types: ${batchTypeNames.length} (\`<resource>.create|update|delete\`), e.g. \`showcases.create\`.`,
+    tag,
+    capability: "operations.create",
+    body: StartBatchBody,
+    idempotency: "required",
+    success: { status: 202, description: "The queued operation.", schema: OperationSchema, headers: ["Location"] },
+    errors: ["operation_type_unknown", "duplicate_item_key", "item_invalid", "too_many_items", "operation_backlog_exceeded", "permission_denied"],
+    handler: ({ body }) => startBatch(body).pipe(Effect.map(accepted))
+  }),
+  defineOperation({
+    id: "operations.cancellations.create",
+    method: "POST",
+    path: "/operations/{operation_id}/cancellations",
+    summary: "Stop an operation: a queued one at once, a running one before its next item.",
+    tag,
+    capability: "operations.cancel",
+    params,
+    idempotency: "required",
+    success: { status: 200, description: "The operation, `cancellation_requested: true`.", schema: OperationSchema },
+    errors: ["operation_not_cancelable"],
+    handler: ({ path }) => cancelOperation(path.operation_id!).pipe(Effect.map((data) => ({ status: 200, body: { data } })))
+  }),
+  defineOperation({
+    id: "operations.resumptions.create",
+    method: "POST",
+    path: "/operations/{operation_id}/resumptions",
+    summary: "Run again the items of a failed operation that failed for an outage (not the refused ones).",
+    tag,
+    capability: "operations.create",
+    params,
+    idempotency: "required",
+    success: { status: 200, description: "The operation, queued again.", schema: OperationSchema },
+    errors: ["operation_not_resumable"],
+    handler: ({ path }) => resumeOperation(path.operation_id!).pipe(Effect.map((data) => ({ status: 200, body: { data } })))
   }),
   defineOperation({
     id: "operations.get",

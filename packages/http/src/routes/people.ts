@@ -1,4 +1,240 @@
-/** Operations of the "people" group beyond the derived list/get/create/update/delete. */
-import type { Operation } from "../operation.js"
+/**
+ * Operations of the "people" group (3.1.0) beyond those derived for custom fields: users and
+ * tags (the derived operations, with the view each needs), a user's tags, and administrators
+ * (account-level, so served by their own use cases), with two-factor enrollment.
+ */
+import { type ApiError, type Caller, type JsonObject, type Records, resourceEtag, resourceView } from "@syllabus/core"
+import { Effect, Schema } from "effect"
+// The group's use cases are not re-exported by `@syllabus/core`'s index (resources/index.ts
+// exports only the group arrays), hence the path into the package.
+import {
+  administratorEtag,
+  administrators,
+  administratorView,
+  ConfirmTwoFactorBody,
+  confirmTwoFactorEnrollment,
+  CreateAdministratorBody,
+  createAdministrator,
+  getAdministrator,
+  listAdministrators,
+  removeAdministrator,
+  ReplaceUserTagsBody,
+  replaceUserTags,
+  requireReadPersonal,
+  startTwoFactorEnrollment,
+  tags,
+  tagViews,
+  TwoFactorEnrollmentSchema,
+  updateAdministrator,
+  UpdateAdministratorBody,
+  userViews,
+  users
+} from "../../../core/src/resources/people.js"
+import { defineOperation, type Operation, type Reply } from "../operation.js"
+import { pageLimit, pageQuery } from "../query.js"
+import { representationSchema, resourceOperations } from "../resources.js"
 
-export const peopleRoutes: ReadonlyArray<Operation> = []
+type View = (items: ReadonlyArray<JsonObject>) => Effect.Effect<ReadonlyArray<JsonObject>, ApiError, Caller | Records>
+
+/** The reply's `data`, one resource or a page of them, as the view shows it. */
+const viewReply = (reply: Reply, view: View): Effect.Effect<Reply, ApiError, Caller | Records> => {
+  const body = reply.body
+  if (body === null || typeof body !== "object" || Array.isArray(body) || !("data" in body)) return Effect.succeed(reply)
+  const data = (body as JsonObject).data
+  if (Array.isArray(data)) return Effect.map(view(data as ReadonlyArray<JsonObject>), (items) => ({ ...reply, body: { ...body, data: items } }))
+  if (data === null || typeof data !== "object") return Effect.succeed(reply)
+  return Effect.map(view([data as JsonObject]), ([item]) => ({ ...reply, body: { ...body, data: item ?? null } }))
+}
+
+const viewed =
+  (view: View) =>
+  (operation: Operation): Operation => ({
+    ...operation,
+    handler: (input) => Effect.flatMap(operation.handler(input), (reply) => viewReply(reply, view))
+  })
+
+// ---------------------------------------------------------------------------------------
+// Users and tags
+
+/** Filtering by email would tell personal data: it needs `users.read_personal`. */
+const guardEmailFilter = (operation: Operation): Operation =>
+  operation.id !== "users.list"
+    ? operation
+    : {
+        ...operation,
+        summary: `${operation.summary} Filtering by \`email\` needs \`users.read_personal\`.`,
+        handler: (input) =>
+          (input.query as { readonly email?: string }).email === undefined
+            ? operation.handler(input)
+            : Effect.zipRight(requireReadPersonal, operation.handler(input))
+      }
+
+const userOperations = resourceOperations(users).map(guardEmailFilter).map(viewed(userViews))
+
+const tagOperations = resourceOperations(tags)
+  .map((operation) => (operation.id === "tags.delete" ? { ...operation, errors: [...operation.errors, "tag_in_use" as const] } : operation))
+  .map(viewed(tagViews))
+
+const replaceUserTagsOperation = viewed(userViews)(
+  defineOperation({
+    id: "users.tags.replace",
+    method: "PUT",
+    path: "/users/{user_id}/tags",
+    summary: "Replace the user's set of tags; each ID must be a tag of the account (else 422 on `ids[i]`).",
+    tag: "People",
+    capability: "users.update",
+    scopedBy: "user_id",
+    params: { user_id: "user" },
+    body: ReplaceUserTagsBody,
+    idempotency: "optional",
+    ifMatch: "user",
+    success: { status: 200, description: "The user, with its new tags.", schema: representationSchema(users), headers: ["ETag"] },
+    errors: [],
+    handler: ({ path, body, expectedRevision }) =>
+      replaceUserTags(path.user_id!, body.ids, expectedRevision).pipe(
+        Effect.map((record) => ({
+          status: 200,
+          body: { data: resourceView(users, record) },
+          headers: { etag: resourceEtag(users, record) }
+        }))
+      )
+  })
+)
+
+// ---------------------------------------------------------------------------------------
+// Administrators
+
+const tag = "People"
+const adminParams = { administrator_id: "administrator" } as const
+const Administrator = representationSchema(administrators)
+const single = (record: Parameters<typeof administratorView>[0], status = 200, headers: Record<string, string> = {}): Reply => ({
+  status,
+  body: { data: administratorView(record) },
+  headers: { etag: administratorEtag(record), ...headers }
+})
+
+const administratorOperations: ReadonlyArray<Operation> = [
+  defineOperation({
+    id: "administrators.list",
+    method: "GET",
+    path: "/administrators",
+    summary: "List the administrators of the account (the same in every environment), oldest first.",
+    tag,
+    capability: "administrators.read",
+    query: Schema.Struct({
+      ...pageQuery("created_at", "name", "email"),
+      status: Schema.optional(Schema.Literal("active", "removed")),
+      email: Schema.optional(Schema.String)
+    }),
+    idempotency: "none",
+    success: { status: 200, description: "A page of administrators.", schema: Administrator, collection: true },
+    errors: ["invalid_cursor"],
+    handler: ({ query }) =>
+      listAdministrators({ limit: pageLimit(query.limit), cursor: query.cursor, sort: query.sort, status: query.status, email: query.email }).pipe(
+        Effect.map((result) => ({ status: 200, body: result as never }))
+      )
+  }),
+  defineOperation({
+    id: "administrators.get",
+    method: "GET",
+    path: "/administrators/{administrator_id}",
+    summary: "Retrieve an administrator.",
+    tag,
+    capability: "administrators.read",
+    scopedBy: "administrator_id",
+    params: adminParams,
+    idempotency: "none",
+    success: { status: 200, description: "The administrator.", schema: Administrator, headers: ["ETag"] },
+    errors: [],
+    handler: ({ path }) => getAdministrator(path.administrator_id!).pipe(Effect.map((record) => single(record)))
+  }),
+  defineOperation({
+    id: "administrators.create",
+    method: "POST",
+    path: "/administrators",
+    summary: "Add an administrator of the account, with a password (write-only).",
+    tag,
+    capability: "administrators.create",
+    body: CreateAdministratorBody,
+    idempotency: "required",
+    success: { status: 201, description: "The new administrator.", schema: Administrator, headers: ["Location", "ETag"] },
+    errors: ["already_exists"],
+    handler: ({ body }) =>
+      createAdministrator(body).pipe(
+        Effect.map((record) => single(record, 201, { location: `/api/v3/administrators/${record.id}` }))
+      )
+  }),
+  defineOperation({
+    id: "administrators.update",
+    method: "PATCH",
+    path: "/administrators/{administrator_id}",
+    summary: "Change an administrator's name, email or password. A removed administrator cannot change (409 `state_conflict`).",
+    tag,
+    capability: "administrators.update",
+    scopedBy: "administrator_id",
+    params: adminParams,
+    body: UpdateAdministratorBody,
+    idempotency: "optional",
+    ifMatch: "administrator",
+    success: { status: 200, description: "The administrator.", schema: Administrator, headers: ["ETag"] },
+    errors: ["already_exists", "state_conflict"],
+    handler: ({ path, body, expectedRevision }) =>
+      updateAdministrator(path.administrator_id!, body, expectedRevision).pipe(Effect.map((record) => single(record)))
+  }),
+  defineOperation({
+    id: "administrators.delete",
+    method: "DELETE",
+    path: "/administrators/{administrator_id}",
+    summary:
+      "Remove an administrator: kept as `removed` (its email free again), its password and factor dropped, and its links to credentials of every environment ended (§5.4). The last active administrator cannot be removed (409 `state_conflict`).",
+    tag,
+    capability: "administrators.delete",
+    scopedBy: "administrator_id",
+    params: adminParams,
+    idempotency: "optional",
+    success: { status: 200, description: "The administrator, `status: removed`.", schema: Administrator, headers: ["ETag"] },
+    errors: ["state_conflict"],
+    handler: ({ path }) => removeAdministrator(path.administrator_id!).pipe(Effect.map((record) => single(record)))
+  }),
+  defineOperation({
+    id: "administrators.two_factor_enrollments.create",
+    method: "POST",
+    path: "/administrators/{administrator_id}/two-factor-enrollments",
+    summary:
+      "Start a two-factor enrollment: a new TOTP secret, shown in this response only, pending until confirmed. A factor already on stays on until the new one is confirmed.",
+    tag,
+    capability: "administrators.update",
+    scopedBy: "administrator_id",
+    params: adminParams,
+    idempotency: "required",
+    success: { status: 201, description: "The pending enrollment, with its secret.", schema: TwoFactorEnrollmentSchema },
+    errors: ["state_conflict", "secret_not_replayable"],
+    handler: ({ path }) =>
+      startTwoFactorEnrollment(path.administrator_id!).pipe(
+        Effect.map(({ view }) => ({ status: 201, body: { data: view }, showsSecretOnce: true }))
+      )
+  }),
+  defineOperation({
+    id: "administrators.two_factor_enrollments.confirmations.create",
+    method: "POST",
+    path: "/administrators/{administrator_id}/two-factor-enrollments/confirmations",
+    summary:
+      "Confirm the pending enrollment with a current code (RFC 6238: SHA-1, 6 digits, 30 s, one step of drift): two-factor authentication is on.",
+    tag,
+    capability: "administrators.update",
+    scopedBy: "administrator_id",
+    params: adminParams,
+    body: ConfirmTwoFactorBody,
+    idempotency: "required",
+    success: { status: 200, description: "The administrator, `two_factor.enabled: true`.", schema: Administrator, headers: ["ETag"] },
+    errors: ["state_conflict"],
+    handler: ({ path, body }) => confirmTwoFactorEnrollment(path.administrator_id!, body.code).pipe(Effect.map((record) => single(record)))
+  })
+]
+
+export const peopleRoutes: ReadonlyArray<Operation> = [
+  ...userOperations,
+  replaceUserTagsOperation,
+  ...tagOperations,
+  ...administratorOperations
+]
