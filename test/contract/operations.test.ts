@@ -129,3 +129,23 @@ eachStore(
   },
   { workers: false }
 )
+
+eachStore("operations and scoped policies", (h) => {
+  it("a batch reaches only the resources of a resource-limited policy (out of scope: item_invalid, not_found)", async () => {
+    const mine = (await post(h(), "/showcases", { name: "Mine" })).body.data.id
+    const other = (await post(h(), "/showcases", { name: "Other" })).body.data.id
+    const limited = (
+      await post(h(), "/credentials", {
+        name: "one showcase",
+        policies: [{ capabilities: ["showcases.update"], resources: [mine] }, { capabilities: ["operations.create", "operations.read"] }]
+      })
+    ).body.data.secret.value
+    const refused = await post(h(), "/operations", { type: "showcases.update", items: [{ key: "a", id: other, name: "Hijacked" }] }, limited)
+    expect(refused.status).toBe(422)
+    expect(refused.body.error).toMatchObject({ code: "item_invalid", details: [{ field: "items[0].id", code: "not_found" }] })
+    const allowed = await post(h(), "/operations", { type: "showcases.update", items: [{ key: "a", id: mine, name: "Renamed" }] }, limited)
+    expect(allowed.status).toBe(202)
+    expect((await settled(h(), allowed.body.data.id)).status).toBe("succeeded")
+    expect((await get(h(), `/showcases/${other}`)).body.data.name).toBe("Other")
+  })
+})

@@ -111,6 +111,14 @@ export const startBatch = Effect.fn("Batches.start")(function* (body: typeof Sta
     const decoded = Schema.decodeUnknownEither(batch.item)(payload, strict)
     if (Either.isLeft(decoded)) {
       for (const detail of detailsOf(decoded.left, "field")) invalid.push({ ...detail, field: `items[${i}].${detail.field}` })
+    } else {
+      // As the routes do: a resource-limited policy reaches only its resources (the outermost parent's for nested ones).
+      const [scopeField] = [...parentFields(batch.definition)].reverse()
+      const scoped = scopeField ?? (batch.action === "create" ? undefined : "id")
+      const scope = scoped === undefined ? undefined : payload[scoped]
+      if (typeof scope === "string" && !allows(caller.grant, capability, scope)) {
+        invalid.push({ field: `items[${i}].${scoped}`, code: "not_found" })
+      }
     }
     return { key: String(key), payload }
   })

@@ -94,7 +94,13 @@ export const startOperation = Effect.fn("Operations.start")(function* (
     finished_at: null,
     expires_at: formatTimestamp(now + OPERATION_RETENTION_MS),
     // Internal: who started it (items run as them), and the lease of the worker running it.
-    started_by: { credential_id: caller.credential.id, administrator_id: caller.human?.adminId ?? null, request_id: caller.requestId },
+    started_by: {
+      credential_id: caller.credential.id,
+      administrator_id: caller.human?.adminId ?? null,
+      request_id: caller.requestId,
+      // Items run with the starter's permissions (e.g. a move checks the destination).
+      grant: [...caller.grant.entries()].map(([capability, held]) => [capability, held === "all" ? "all" : [...held]])
+    },
     lease_owner: null,
     lease_until: null
   } satisfies JsonObject
@@ -175,12 +181,17 @@ export const listOperationItems = Effect.fn("Operations.listItems")(function* (
 // The worker
 
 const workerCaller = (operation: StoredRecord): CallerInfo => {
-  const startedBy = (operation.data.started_by ?? {}) as { credential_id?: string; administrator_id?: string | null; request_id?: string }
+  const startedBy = (operation.data.started_by ?? {}) as {
+    credential_id?: string
+    administrator_id?: string | null
+    request_id?: string
+    grant?: ReadonlyArray<readonly [string, "all" | ReadonlyArray<string>]>
+  }
   return {
     tenant: operation.tenant as Tenant,
     requestId: startedBy.request_id ?? operation.id,
     credential: { id: startedBy.credential_id ?? "unknown" },
-    grant: new Map(),
+    grant: new Map((startedBy.grant ?? []).map(([capability, held]) => [capability, held === "all" ? "all" : new Set(held)])),
     human: startedBy.administrator_id ? { adminId: startedBy.administrator_id, expiresAt: 0, eligibleSince: "" } : null
   }
 }

@@ -17,6 +17,11 @@ export interface Reply {
   readonly headers?: Readonly<Record<string, string>>
   /** The body shows a secret once: the idempotency receipt keeps no copy and never replays it. */
   readonly showsSecretOnce?: boolean
+  /**
+   * A streamed answer instead of JSON (an operation with `produces`): the bytes as they come,
+   * for as long as the stream runs (Server-Sent Events). `body` is ignored.
+   */
+  readonly stream?: Stream.Stream<Uint8Array>
 }
 
 export interface HandlerInput<Q, B> {
@@ -56,6 +61,8 @@ export interface Operation<QS extends AnySchema = AnySchema, BS extends AnySchem
    * read the body nor open a unit of work: the handler streams `raw` and keeps its own.
    */
   readonly rawBody?: "application/octet-stream"
+  /** The operation answers this media type instead of JSON (its errors stay JSON); `Accept` must allow it. */
+  readonly produces?: "text/event-stream"
   readonly idempotency: IdempotencyRule
   /**
    * Who opens the unit of work of a write: the pipeline (default: the whole handler and the

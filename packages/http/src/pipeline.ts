@@ -36,7 +36,7 @@ import { errorBody } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
 import { RELEASE, ServerSettings } from "./services.js"
-import { acceptsJson, bodyStream, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
+import { accepts, bodyStream, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
 
 export const API_PREFIX = "/api/v3"
 
@@ -161,11 +161,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
         )
       }
 
-      // 3. Content negotiation.
-      if (!acceptsJson(request.headers["accept"])) return yield* Effect.fail(apiError("not_acceptable"))
-
-      // 4. Route lookup: before the body, so that a part upload streams its body to storage
-      // (after authentication) instead of having it read here.
+      // 4. Route lookup, first: a part upload streams its body to storage after authentication
+      // instead of having it read here, and an event stream negotiates its own media type.
       const [rawPath = "", search = ""] = request.url.split("?", 2) as [string?, string?]
       const path = rawPath.slice(API_PREFIX.length) || "/"
       const match = route(request.method, path)
@@ -177,6 +174,12 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
       }
       const operation = match.operation
       state.operation = operation
+
+      // 3. Content negotiation: JSON, or what the operation produces instead.
+      if (!accepts(request.headers["accept"], operation.produces ?? "application/json")) {
+        return yield* Effect.fail(apiError("not_acceptable"))
+      }
+
       const deprecation = settings.deprecations.get(operation.id)
       if (deprecation) {
         state.headers["deprecation"] = `@${Math.floor(deprecation.deprecatedAt / 1000)}`
@@ -324,10 +327,12 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
     let status: number
     let body: Json | null
     let extraHeaders: Readonly<Record<string, string>> = {}
+    let stream: Reply["stream"]
     if (Either.isRight(result)) {
       status = result.right.status
       body = result.right.body
       extraHeaders = result.right.headers ?? {}
+      stream = result.right.stream
     } else {
       const error = result.left
       if (error.status >= 500) yield* Effect.logError("request failed", error.code, error.internal)
@@ -376,6 +381,9 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
       "x-request-id": state.requestId,
       "x-service-release": RELEASE,
       ...(state.replayed ? { "idempotent-replayed": "true" } : {})
+    }
+    if (stream !== undefined && status < 300) {
+      return HttpServerResponse.stream(stream, { status, headers: { ...headers, "cache-control": "no-store" }, contentType: state.operation?.produces ?? "application/octet-stream" })
     }
     if (body === null) return HttpServerResponse.empty({ status, headers })
     return HttpServerResponse.text(JSON.stringify(body), { status, headers, contentType: "application/json" })

@@ -10,17 +10,25 @@ import type { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 export const MAX_BODY_BYTES = 1024 * 1024
 export const MAX_JSON_DEPTH = 16
 
-/** Does an `Accept` header allow a JSON answer? Absent allows anything. */
-export const acceptsJson = (accept: string | undefined): boolean => {
+/** Does an `Accept` header allow `mediaType` (JSON by default)? Absent allows anything. */
+export const accepts = (accept: string | undefined, mediaType = "application/json"): boolean => {
   if (accept === undefined || accept.trim() === "") return true
+  const [major] = mediaType.split("/")
   return accept.split(",").some((part) => {
     const [range, ...params] = part.trim().toLowerCase().split(";")
     const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="))
     if (q !== undefined && Number(q.slice(2)) === 0) return false
     const type = range?.trim()
-    return type === "application/json" || type === "application/*" || type === "*/*" || (type?.endsWith("+json") ?? false)
+    return (
+      type === mediaType ||
+      type === `${major}/*` ||
+      type === "*/*" ||
+      (mediaType === "application/json" && (type?.endsWith("+json") ?? false))
+    )
   })
 }
+
+export const acceptsJson = (accept: string | undefined): boolean => accepts(accept)
 
 /** Is a `Content-Type` JSON (`application/json`, optionally with a UTF-8 charset)? */
 export const isJsonContentType = (contentType: string): boolean => {

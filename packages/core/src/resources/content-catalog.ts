@@ -36,6 +36,8 @@ import {
 } from "../resource.js"
 import { Enum, Integer, PublicId, Text } from "../schema.js"
 import { adjustProductCounts, PRODUCT_TYPE } from "./products.js"
+// Used only inside rules (at run time), so the cycle with taxonomies.ts (which uses touchLesson) is harmless.
+import { dropLessonTerms } from "./taxonomies.js"
 
 export const MODULE_TYPE = "module"
 export const LESSON_TYPE = "lesson"
@@ -387,6 +389,8 @@ export const lessons: ResourceDefinition = defineResource({
         else if (before.data.product_id !== after.data.product_id) {
           yield* countProduct(before.data.product_id, { lessons: -1 })
           yield* countProduct(after.data.product_id, { lessons: 1 })
+          // Terms belong to one product's taxonomies: a lesson that leaves the product leaves them.
+          yield* dropLessonTerms(after.id)
         }
       }),
     afterDelete: (record) =>
@@ -394,6 +398,7 @@ export const lessons: ResourceDefinition = defineResource({
         yield* arrange(lessons, "module_id", String(record.data.module_id), null)
         yield* recountLessons(String(record.data.module_id))
         yield* countProduct(record.data.product_id, { lessons: -1 })
+        yield* dropLessonTerms(record.id)
       })
   },
   trash: true,
