@@ -35,7 +35,7 @@ import { Clock, Effect, Either, Schema } from "effect"
 import { errorBody } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
-import { RELEASE, ServerSettings } from "./services.js"
+import { type AppServices, RELEASE, ServerSettings } from "./services.js"
 import { accepts, bodyStream, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
 
 export const API_PREFIX = "/api/v3"
@@ -123,7 +123,12 @@ const replyToRecorded = (reply: Reply): RecordedResponse => ({
 
 const isWrite = (method: string) => method !== "GET"
 
-export const makeApp = (operations: ReadonlyArray<Operation>) => {
+/** An app answering paths outside `/api/v3` (the OAuth server of §5.2); `undefined` for "not mine". */
+export type OutsideApp = (
+  request: HttpServerRequest
+) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined, never, AppServices>
+
+export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: OutsideApp) => {
   const route = makeRouter(operations)
 
   /** Steps 2 to 9 of a request; the answer, or the failure to put in the envelope. */
@@ -320,6 +325,10 @@ export const makeApp = (operations: ReadonlyArray<Operation>) => {
     const language = negotiateLanguage(request.headers["accept-language"])
 
     const outside = !request.url.startsWith(API_PREFIX + "/") && request.url !== API_PREFIX
+    if (outside && outsideApp) {
+      const answered = yield* outsideApp(request)
+      if (answered) return answered
+    }
     const result = outside
       ? Either.left(apiError("not_found"))
       : yield* Effect.either(serve(request, state))
