@@ -4,12 +4,13 @@
  * `<resource>.<past-tense verb>`. The events collection, streams and webhooks read these
  * records; they are never rebuilt.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect } from "effect"
 import { Caller, Ids } from "./context.js"
 import { apiError } from "./errors.js"
 import { paginate } from "./pagination.js"
-import { type Json, type JsonObject, Records, type Where } from "./ports.js"
-import { DAY, formatTimestamp, parseTimestamp } from "./time.js"
+import { type Json, type JsonObject, Records } from "./ports.js"
+import { type RetainedQuery, retainedBinding, retainedWhere } from "./retained.js"
+import { DAY, formatTimestamp } from "./time.js"
 import { inOrder } from "./views.js"
 
 export const EVENT_TYPE = "event"
@@ -87,16 +88,12 @@ export const listEvents = Effect.fn("Events.list")(function* (query: {
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis
   const retainedSince = formatTimestamp(now - EVENT_RETENTION_MS)
-  const at = (text: string | undefined) => (text === undefined ? undefined : formatTimestamp(Option.getOrThrow(parseTimestamp(text))))
-  const after = at(query.created_after)
-  const before = at(query.created_before)
-  const where: Array<Where> = [
-    { field: "created_at", op: "gte", value: after !== undefined && after > retainedSince ? after : retainedSince },
-    ...(before !== undefined ? [{ field: "created_at", op: "lt" as const, value: before }] : []),
-    ...(query.type !== undefined ? [{ field: "type", op: "eq" as const, value: query.type }] : []),
-    ...(query.resource_type !== undefined ? [{ field: "resource_type", op: "eq" as const, value: query.resource_type }] : []),
-    ...(query.resource_id !== undefined ? [{ field: "resource_id", op: "eq" as const, value: query.resource_id }] : [])
-  ]
+  const retained: RetainedQuery = {
+    created_after: query.created_after,
+    created_before: query.created_before,
+    filters: { type: query.type, resource_type: query.resource_type, resource_id: query.resource_id }
+  }
+  const where = retainedWhere(retained, retainedSince)
   const { items, page } = yield* paginate({
     tenant: caller.tenant,
     type: EVENT_TYPE,
@@ -104,7 +101,7 @@ export const listEvents = Effect.fn("Events.list")(function* (query: {
     sort: { field: "id", kind: "text", direction: query.sort === "created_at" ? "asc" : "desc" },
     limit: query.limit,
     cursor: query.cursor,
-    collection: `events:${JSON.stringify([query.type, query.resource_type, query.resource_id, after ?? null, before ?? null])}`,
+    collection: `events:${retainedBinding(retained)}`,
     // A cursor on an event that is no longer kept: the client missed events, and must know (410).
     checkPosition: (id) =>
       records.get(caller.tenant, EVENT_TYPE, id).pipe(

@@ -427,6 +427,13 @@ const loadOperation = (id: string) =>
 
 const finishedStatuses = ["succeeded", "failed", "canceled"]
 
+/** A client's change of an operation, unless a worker changed it meanwhile (409 `state_conflict`). */
+const saveOperation = (record: StoredRecord, data: JsonObject) =>
+  Effect.flatMap(Records, (records) => records.update(record.tenant, OPERATION_TYPE, record.id, data, { expectedRevision: record.revision })).pipe(
+    Effect.catchTag("RevisionConflict", () => Effect.fail(apiError("state_conflict", { reason: "operation_changed" }))),
+    Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e)))
+  )
+
 /**
  * Ask an operation to stop. A queued one is canceled at once; a running one stops before its
  * next item (its worker sees the request). A finished one: 422 `operation_not_cancelable`.
@@ -444,24 +451,13 @@ export const cancelOperation = Effect.fn("Operations.cancel")(function* (id: str
       records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: formatTimestamp(now) })
     ).pipe(Effect.mapError(storeFailure))
   }
-  const saved = yield* records
-    .update(
-      caller.tenant,
-      OPERATION_TYPE,
-      id,
-      {
-        ...record.data,
-        cancellation_requested: true,
-        ...(queued
-          ? { status: "canceled", attempt: { ...(record.data.attempt as JsonObject), status: "canceled" }, finished_at: formatTimestamp(now) }
-          : {})
-      },
-      { expectedRevision: record.revision }
-    )
-    .pipe(
-      Effect.catchTag("RevisionConflict", () => Effect.fail(apiError("state_conflict", { reason: "operation_changed" }))),
-      Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e)))
-    )
+  const saved = yield* saveOperation(record, {
+    ...record.data,
+    cancellation_requested: true,
+    ...(queued
+      ? { status: "canceled", attempt: { ...(record.data.attempt as JsonObject), status: "canceled" }, finished_at: formatTimestamp(now) }
+      : {})
+  })
   yield* recordChange("operation.cancellation_requested", { object: "operation", id })
   if (queued) yield* emitEvent("operation.canceled", operationView(saved))
   return operationView(saved)
@@ -481,25 +477,14 @@ export const resumeOperation = Effect.fn("Operations.resume")(function* (id: str
     records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "queued", error: null, finished_at: null })
   ).pipe(Effect.mapError(storeFailure))
   const progress = record.data.progress as { done: number; failed: number; total: number }
-  const saved = yield* records
-    .update(
-      caller.tenant,
-      OPERATION_TYPE,
-      id,
-      {
-        ...record.data,
-        status: "queued",
-        attempt: { ...(record.data.attempt as JsonObject), status: "queued" },
-        progress: { ...progress, failed: progress.failed - recoverable.length },
-        error: null,
-        finished_at: null
-      },
-      { expectedRevision: record.revision }
-    )
-    .pipe(
-      Effect.catchTag("RevisionConflict", () => Effect.fail(apiError("state_conflict", { reason: "operation_changed" }))),
-      Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e)))
-    )
+  const saved = yield* saveOperation(record, {
+    ...record.data,
+    status: "queued",
+    attempt: { ...(record.data.attempt as JsonObject), status: "queued" },
+    progress: { ...progress, failed: progress.failed - recoverable.length },
+    error: null,
+    finished_at: null
+  })
   yield* recordChange("operation.resumed", { object: "operation", id })
   return operationView(saved)
 })
