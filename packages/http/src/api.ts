@@ -1,12 +1,14 @@
 /** The operations of the release, and the HTTP app that serves them. */
 import type { Operation } from "./operation.js"
 import { makeApp } from "./pipeline.js"
+import { oauthApp } from "./oauth/app.js"
 import { credentialOperations } from "./routes/credentials.js"
 import { openApiOperation } from "./openapi.js"
 import { platformOperations } from "./routes/platform.js"
 import { uploadOperations } from "./routes/uploads.js"
 import { operationOperations } from "./routes/operations.js"
 import { eventOperations } from "./routes/events.js"
+import { eventStreamOperations } from "./routes/event-streams.js"
 import { resourceDefinitions } from "@syllabus/core"
 import { resourceOperations } from "./resources.js"
 import { contentRoutes } from "./routes/content.js"
@@ -15,6 +17,7 @@ import { productsRoutes } from "./routes/products.js"
 import { siteRoutes } from "./routes/site.js"
 import { taxonomiesRoutes } from "./routes/taxonomies.js"
 import { webhooksRoutes } from "./routes/webhooks.js"
+import { webhookDeliveryRoutes } from "./routes/webhook-deliveries.js"
 
 const served: ReadonlyArray<Operation> = [
   ...credentialOperations,
@@ -25,13 +28,15 @@ const served: ReadonlyArray<Operation> = [
   ...peopleRoutes,
   ...siteRoutes,
   ...webhooksRoutes,
+  ...webhookDeliveryRoutes,
   ...uploadOperations,
   ...operationOperations,
   ...eventOperations,
+  ...eventStreamOperations,
   ...platformOperations
 ]
 
 /** Every operation of the release, the description itself included. */
 export const operations: ReadonlyArray<Operation> = [...served, openApiOperation(() => operations)]
 
-export const app = makeApp(operations)
+export const app = makeApp(operations, oauthApp)

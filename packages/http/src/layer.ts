@@ -13,12 +13,17 @@ import {
   RateLimitConfig,
   Records,
   StorageUnavailable,
-  type Tenant
+  type Tenant,
+  webhookDeliveryWorker,
+  WebhookSender
 } from "@syllabus/core"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { type CryptoKeys, makeNodeCrypto } from "./node-crypto.js"
 import { type AppServices, ServerSettings, type ServerSettingsShape, type StoreServices } from "./services.js"
 import { randomBytes } from "node:crypto"
+import { NodeWebhookSender } from "./webhook-sender.js"
+import { OAuthConfig } from "./oauth/app.js"
+import { joseAccessTokens } from "./oauth/grants.js"
 
 export interface SyllabusOptions<E = never> {
   /** The record store: `MemoryStore` from `@syllabus/memory`, or `pgLayer(url)` from `@syllabus/pg`. */
@@ -33,10 +38,19 @@ export interface SyllabusOptions<E = never> {
   /** The rate limiter of §8.1: on (default) or off for benchmarks and load tests. */
   readonly rateLimits?: "on" | "off"
   readonly settings?: Partial<ServerSettingsShape>
-  /** Checks administrator access tokens (human mode); none by default. */
+  /**
+   * Checks administrator access tokens (human mode). Default: the RS256 verifier of this
+   * server's own authorization server (§5.2), whose keys are kept in the store.
+   */
   readonly accessTokens?: Layer.Layer<AccessTokens>
+  /** `{oauth_url}`, the issuer of access tokens. Default: each request's own origin. */
+  readonly oauthUrl?: string
   /** Run the workers of asynchronous operations in this process (default: yes). */
   readonly workers?: boolean
+  /** Sends webhook deliveries (default: `NodeWebhookSender`, with `allowLocalWebhooks`). */
+  readonly webhookSender?: Layer.Layer<WebhookSender>
+  /** Let production webhooks reach http and private or loopback addresses (local development only). */
+  readonly allowLocalWebhooks?: boolean
 }
 
 const unavailable = Effect.fail(new StorageUnavailable({ cause: "no file storage configured" }))
@@ -79,12 +93,14 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     crypto,
     options.storage ?? NoFileStorage,
     Ids.live,
-    options.accessTokens ?? AccessTokens.none,
+    options.accessTokens ?? joseAccessTokens({ issuer: options.oauthUrl }),
+    options.oauthUrl === undefined ? Layer.empty : Layer.succeed(OAuthConfig, { oauthUrl: options.oauthUrl.replace(/\/+$/, "") }),
     options.rateLimits === "off" ? RateLimitConfig.off : RateLimitConfig.contract,
-    ServerSettings.layer(options.settings)
+    ServerSettings.layer(options.settings),
+    options.webhookSender ?? NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true })
   )
   const workers =
-    options.workers === false ? Layer.empty : Layer.scopedDiscard(Effect.forkScoped(operationsWorker()))
+    options.workers === false ? Layer.empty : Layer.scopedDiscard(Effect.zipRight(Effect.forkScoped(operationsWorker()), Effect.forkScoped(webhookDeliveryWorker())))
   return Layer.provideMerge(
     workers,
     Layer.provideMerge(Layer.merge(services, OperationKinds.layer({ ...batchKinds, ...operationKinds })), options.store)

@@ -300,7 +300,17 @@ const successResponse = (operation: Operation, deprecated: boolean, schemas: Sch
     [String(status)]: {
       description,
       headers: headerRefs(headerNames),
-      ...(body !== undefined ? { content: { "application/json": { schema: body } } } : {})
+      ...(operation.produces !== undefined
+        ? {
+            content: {
+              [operation.produces]: {
+                schema: { type: "string", description: "`id:`, `event:` and `data:` lines per message; `: keep-alive` comments." }
+              }
+            }
+          }
+        : body !== undefined
+          ? { content: { "application/json": { schema: body } } }
+          : {})
     }
   }
 }

@@ -45,6 +45,8 @@ export interface ServerSettingsShape {
   readonly deprecations: ReadonlyMap<string, Deprecation>
   /** A tracing span per request costs throughput on trivial routes: off unless asked for. */
   readonly traceRequests: boolean
+  /** Interval of the `: keep-alive` comments on an idle event-stream connection (default 15 s; tests shorten it). */
+  readonly eventStreamKeepAliveMs?: number
 }
 
 export class ServerSettings extends Context.Tag("@syllabus/http/ServerSettings")<ServerSettings, ServerSettingsShape>() {

@@ -328,3 +328,11 @@ describe("raw-body operations", () => {
     expect(Object.keys(post.requestBody.content)).toEqual(["application/json"])
   })
 })
+
+describe("streamed operations", () => {
+  it("document text/event-stream as the success content of an event stream connection", () => {
+    const doc = openApiDocument(operations) as any
+    const connect = doc.paths["/event-streams/{event_stream_id}/events"].get
+    expect(Object.keys(connect.responses["200"].content)).toEqual(["text/event-stream"])
+  })
+})

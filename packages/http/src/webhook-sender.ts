@@ -1,0 +1,148 @@
+/**
+ * The `WebhookSender` port on Node (open-points "Events and webhooks"): one POST per attempt,
+ * signed with the Standard Webhooks scheme:
+ *
+ * - `webhook-id`: the event ID (the same on every attempt and replay, for de-duplication);
+ * - `webhook-timestamp`: seconds since the epoch, when the attempt starts;
+ * - `webhook-signature`: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with
+ *   the base64-decoded part of the `whsec_` secret.
+ *
+ * Destination safety, checked when connecting and not only at registration: the name is
+ * resolved here, every address it resolves to must be allowed (production: public only;
+ * sandbox: public or loopback), and the connection goes to the address that was checked,
+ * so a name that changes its answer in between (DNS rebinding) cannot reach anything else.
+ * Redirects are never followed (a 3xx is a failed attempt). `allowLocal` (a server flag for
+ * local development) lets every environment reach http and any address.
+ */
+import { destinationProblem, type WebhookRequest, type WebhookResponse, WebhookSender } from "@syllabus/core"
+import { Effect, Layer } from "effect"
+import { createHmac } from "node:crypto"
+import { lookup as dnsLookup, type LookupAddress } from "node:dns"
+import { request as httpRequest, type IncomingMessage } from "node:http"
+import { request as httpsRequest } from "node:https"
+import { isIP, type LookupFunction } from "node:net"
+
+export interface NodeWebhookSenderOptions {
+  /** Let every environment reach http and private or loopback addresses (local development only). */
+  readonly allowLocal?: boolean
+  /** Name resolution (default: the system's, `dns.lookup`); replaceable for tests. */
+  readonly resolve?: (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
+}
+
+/** How many bytes of a response body are read for the excerpt; the rest is discarded. */
+const EXCERPT_BYTES = 1024
+
+/** `v1,<base64>` of the Standard Webhooks scheme. */
+export const standardWebhookSignature = (secret: string, id: string, timestamp: number, body: string): string => {
+  const key = Buffer.from(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret, "base64")
+  return `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64")}`
+}
+
+const systemResolve = (hostname: string) =>
+  new Promise<ReadonlyArray<LookupAddress>>((resolve, reject) =>
+    dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses)))
+  )
+
+class Refused extends Error {
+  readonly code = "destination_not_allowed"
+}
+
+const addressUrl = (address: string, family: number) => (family === 6 ? `https://[${address}]/` : `https://${address}/`)
+
+const transportErrorOf = (error: unknown): string => {
+  const code = (error as { code?: string } | null)?.code ?? ""
+  if (error instanceof Refused || code === "destination_not_allowed") return "destination_not_allowed"
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "ENODATA") return "dns_failure"
+  if (code === "ECONNREFUSED") return "connection_refused"
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET") return "connection_reset"
+  if (code.startsWith("ERR_TLS") || code.includes("CERT") || code === "EPROTO" || code.startsWith("ERR_SSL")) return "tls_error"
+  return "network_error"
+}
+
+export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): WebhookSender["Type"] => {
+  const resolve = options.resolve ?? systemResolve
+  const allowLocal = options.allowLocal === true
+
+  const send = (req: WebhookRequest): Promise<WebhookResponse> =>
+    new Promise<WebhookResponse>((done) => {
+      const started = performance.now()
+      const elapsed = () => Math.round(performance.now() - started)
+      let finished = false
+      const finish = (response: Omit<WebhookResponse, "durationMs">) => {
+        if (finished) return
+        finished = true
+        clearTimeout(timer)
+        done({ ...response, durationMs: elapsed() })
+      }
+      const fail = (error: unknown) => finish({ httpStatus: null, transportError: transportErrorOf(error), responseText: null })
+
+      // The URL itself (scheme, literal addresses, special names), as at registration.
+      const problem = allowLocal ? undefined : destinationProblem(req.url, req.environment)
+      if (problem !== undefined) return fail(new Refused(problem))
+      const url = new URL(req.url)
+
+      /** Resolve, check every address, and connect to one that was checked. */
+      const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
+        const host = hostname.replace(/^\[|\]$/g, "")
+        const literal = isIP(host)
+        const addresses: Promise<ReadonlyArray<LookupAddress>> = literal ? Promise.resolve([{ address: host, family: literal }]) : resolve(host)
+        addresses.then(
+          (found) => {
+            if (found.length === 0) return callback(Object.assign(new Error("no address"), { code: "ENOTFOUND" }), "", 4)
+            const refused = allowLocal ? undefined : found.find((a) => destinationProblem(addressUrl(a.address, a.family), req.environment) !== undefined)
+            if (refused) return callback(new Refused(`${hostname} resolves to a refused address`), "", 4)
+            if ((lookupOptions as { all?: boolean }).all) return (callback as unknown as (e: null, a: ReadonlyArray<LookupAddress>) => void)(null, found)
+            callback(null, found[0]!.address, found[0]!.family)
+          },
+          (error) => callback(error as NodeJS.ErrnoException, "", 4)
+        )
+      }
+
+      const body = Buffer.from(req.body)
+      const make = url.protocol === "https:" ? httpsRequest : httpRequest
+      const outgoing = make(
+        url,
+        {
+          method: "POST",
+          lookup,
+          agent: false,
+          headers: {
+            "content-type": "application/json",
+            "content-length": String(body.length),
+            "user-agent": "Syllabus-Webhooks/1",
+            "webhook-id": req.messageId,
+            "webhook-timestamp": String(req.timestamp),
+            "webhook-signature": standardWebhookSignature(req.secret, req.messageId, req.timestamp, req.body)
+          }
+        },
+        (res: IncomingMessage) => {
+          const chunks: Array<Buffer> = []
+          let size = 0
+          res.on("data", (chunk: Buffer) => {
+            if (size < EXCERPT_BYTES) chunks.push(chunk)
+            size += chunk.length
+          })
+          res.on("end", () =>
+            finish({
+              httpStatus: res.statusCode ?? null,
+              transportError: null,
+              responseText: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8")
+            })
+          )
+          res.on("error", fail)
+        }
+      )
+      // `timeout_ms` covers the whole exchange: connection, request and response.
+      const timer = setTimeout(() => {
+        finish({ httpStatus: null, transportError: "timeout", responseText: null })
+        outgoing.destroy()
+      }, req.timeoutMs)
+      outgoing.on("error", fail)
+      outgoing.end(body)
+    })
+
+  return { send: (req) => Effect.promise(() => send(req)) }
+}
+
+/** The sender as a layer. */
+export const NodeWebhookSender = (options: NodeWebhookSenderOptions = {}) => Layer.succeed(WebhookSender, makeNodeWebhookSender(options))

@@ -1,0 +1,516 @@
+/**
+ * Webhook delivery (§2.3 `webhook_delivery_attempt`, §4.3, §6, §8.3, open-points "Events and
+ * webhooks"): every matching event reaches an active destination, signed with the Standard
+ * Webhooks scheme (checked with the `standardwebhooks` package), as the JSON recorded in the
+ * pinned payload version; failures are retried with back-off until `dead`; `health` counts
+ * what happened; deliveries and attempts are readable and kept 30 days; replays send what was
+ * recorded; destinations are checked when connecting.
+ *
+ * Receivers are local HTTP servers, so the webhooks are sandbox ones (production needs
+ * public https). Tests share one server per store and its clock: each test subscribes its
+ * own webhook to its own event type and switches it off at the end.
+ */
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Effect } from "effect"
+import { Webhook } from "standardwebhooks"
+import { describe, expect, it } from "vitest"
+import { makeNodeWebhookSender } from "../../packages/http/src/webhook-sender.js"
+import { eachStore, freshKey, type Harness } from "../support/harness.js"
+
+const SECOND = 1000
+const MINUTE = 60 * SECOND
+const HOUR = 60 * MINUTE
+const DAY = 24 * HOUR
+const RETRY_DELAYS = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR]
+
+// ---------------------------------------------------------------------------------------
+// A local receiver
+
+interface Received {
+  readonly headers: IncomingHttpHeaders
+  readonly body: string
+}
+
+interface Answer {
+  readonly status: number
+  readonly body?: string
+  readonly delayMs?: number
+}
+
+interface Receiver {
+  readonly url: string
+  readonly port: number
+  readonly received: Array<Received>
+  close(): Promise<void>
+}
+
+/** An HTTP receiver on 127.0.0.1; `answer(n)` says how to answer the n-th request (0-based). */
+const receiver = async (answer: (n: number) => Answer = () => ({ status: 200, body: "ok" }), port = 0): Promise<Receiver> => {
+  const received: Array<Received> = []
+  const server: Server = createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      const n = received.length
+      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8") })
+      const { status, body = "", delayMs = 0 } = answer(n)
+      setTimeout(() => {
+        if (!res.destroyed) res.writeHead(status, { "content-type": "text/plain" }).end(body)
+      }, delayMs)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
+  const bound = (server.address() as AddressInfo).port
+  return {
+    url: `http://127.0.0.1:${bound}/hook`,
+    port: bound,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+  }
+}
+
+/** Retry an assertion until it holds (the worker polls about every 200 ms). */
+const eventually = async <A>(check: () => Promise<A>, timeoutMs = 15_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      return await check()
+    } catch (error) {
+      if (Date.now() > deadline) throw error
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+}
+
+const headersOf = (r: Received) => ({
+  "webhook-id": String(r.headers["webhook-id"]),
+  "webhook-timestamp": String(r.headers["webhook-timestamp"]),
+  "webhook-signature": String(r.headers["webhook-signature"])
+})
+
+// ---------------------------------------------------------------------------------------
+// The API
+
+const api = (h: Harness, secret: string) => ({
+  get: (path: string) => h.request("GET", `/api/v3${path}`, { secret }),
+  post: (path: string, json?: unknown, idempotencyKey?: string | null) =>
+    h.request("POST", `/api/v3${path}`, { secret, json, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) }),
+  patch: (path: string, json: unknown) => h.request("PATCH", `/api/v3${path}`, { secret, json }),
+  del: (path: string) => h.request("DELETE", `/api/v3${path}`, { secret })
+})
+
+const sandbox = (h: Harness) => api(h, h.test)
+
+interface Hook {
+  readonly id: string
+  readonly secret: string
+}
+
+const createHook = async (h: Harness, fields: Record<string, unknown>, secret = h.test): Promise<Hook> => {
+  const res = await api(h, secret).post("/webhooks", fields)
+  expect(res.status).toBe(201)
+  return { id: res.body.data.id, secret: res.body.data.secret.value }
+}
+
+/** The end of a test: the webhook stops receiving (its pending deliveries wait). */
+const switchOff = async (h: Harness, hook: Hook, secret = h.test) => {
+  await api(h, secret).patch(`/webhooks/${hook.id}`, { status: "inactive" })
+}
+
+const deliveriesOf = async (h: Harness, hook: Hook, query = "", secret = h.test) => {
+  const res = await api(h, secret).get(`/webhooks/${hook.id}/deliveries?limit=200${query}`)
+  expect(res.status).toBe(200)
+  return res.body.data as Array<Record<string, any>>
+}
+
+const attemptsOf = async (h: Harness, hook: Hook, deliveryId: string, secret = h.test) => {
+  const res = await api(h, secret).get(`/webhooks/${hook.id}/deliveries/${deliveryId}/attempts`)
+  expect(res.status).toBe(200)
+  return res.body.data as Array<Record<string, any>>
+}
+
+const healthOf = async (h: Harness, hook: Hook, secret = h.test) => (await api(h, secret).get(`/webhooks/${hook.id}`)).body.data.health
+
+const eventOf = async (h: Harness, resourceId: string, type: string, secret = h.test) => {
+  const res = await api(h, secret).get(`/events?resource_id=${resourceId}&type=${type}`)
+  expect(res.body.data).toHaveLength(1)
+  return res.body.data[0] as Record<string, any>
+}
+
+// ---------------------------------------------------------------------------------------
+
+eachStore("webhook delivery", (h) => {
+  /** Kept by the first test for the retention test, which runs last. */
+  let kept: { hook: Hook; delivery: string; attempt: string } | undefined
+
+  it("every matching event reaches the receiver once, signed (Standard Webhooks), as the recorded JSON in the pinned version", async () => {
+    const rx = await receiver(() => ({ status: 200, body: "thanks: token sk_live_1234567890abcdef for ops@example.com" }))
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["showcase.created"] })
+      const ids: Array<string> = []
+      for (const name of ["One", "Two"]) ids.push((await sandbox(h()).post("/showcases", { name })).body.data.id)
+      // Not subscribed: never sent.
+      await sandbox(h()).post("/tag-groups", { name: `not-sent-${Date.now()}` })
+      const events = await Promise.all(ids.map((id) => eventOf(h(), id, "showcase.created")))
+      await eventually(async () => expect(rx.received).toHaveLength(2))
+      const verifier = new Webhook(hook.secret)
+      for (const r of rx.received) {
+        expect(() => verifier.verify(r.body, headersOf(r))).not.toThrow()
+        expect(r.headers["content-type"]).toBe("application/json")
+      }
+      const byId = new Map(rx.received.map((r) => [String(r.headers["webhook-id"]), r]))
+      for (const event of events) {
+        // webhook-id is the event ID; the body is the event as GET /events/{id} shows it, version 1.
+        const body = JSON.parse(byId.get(event.id)!.body)
+        expect(body).toEqual(event)
+        expect(body.version).toBe(1)
+      }
+      const deliveries = await eventually(async () => {
+        const list = await deliveriesOf(h(), hook)
+        expect(list.map((d) => d.status)).toEqual(["succeeded", "succeeded"])
+        return list
+      })
+      // Newest first; each names its webhook and event.
+      expect(deliveries.map((d) => d.event_id)).toEqual([events[1]!.id, events[0]!.id])
+      const first = deliveries[1]!
+      expect(first).toMatchObject({ object: "webhook_delivery", webhook_id: hook.id, event_type: "showcase.created", payload_version: 1, origin: "automatic", attempt_count: 1, next_attempt_at: null })
+      expect(first.id).toMatch(/^whd_[0-9A-Za-z]{9}$/)
+      expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${first.id}`)).body.data).toEqual(first)
+      const attempts = await attemptsOf(h(), hook, first.id)
+      expect(attempts).toHaveLength(1)
+      const attempt = attempts[0]!
+      expect(attempt.id).toMatch(/^wha_[0-9A-Za-z]{9}$/)
+      expect(attempt).toMatchObject({ object: "webhook_delivery_attempt", number: 1, origin: "automatic", http_status: 200, transport_error: null, next_attempt_at: null })
+      expect(attempt.duration_ms).toBeGreaterThanOrEqual(0)
+      expect(Date.parse(attempt.finished_at)).toBeGreaterThanOrEqual(Date.parse(attempt.started_at))
+      const one = await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${first.id}/attempts/${attempt.id}`)
+      expect(one.status).toBe(200)
+      expect(one.body.data).toEqual(attempt)
+      // §4.3: the excerpt is masked: no token, no e-mail address.
+      expect(attempt.response_excerpt).toContain("thanks")
+      expect(attempt.response_excerpt).not.toContain("1234567890abcdef")
+      expect(attempt.response_excerpt).not.toContain("ops@example.com")
+      await eventually(async () =>
+        expect(await healthOf(h(), hook)).toMatchObject({ delivered_24h: 2, pending: 0, failed_24h: 0, consecutive_failures: 0, dead_24h: 0, last_failure_at: null })
+      )
+      expect(typeof (await healthOf(h(), hook)).last_success_at).toBe("string")
+      kept = { hook, delivery: first.id, attempt: attempt.id }
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("deliveries and attempts of another webhook, of another environment or unknown are 404; the list filters by status", async () => {
+    const other = await createHook(h(), { url: "http://127.0.0.1:9/none", event_types: ["nothing.happened"], status: "inactive" })
+    const { hook, delivery, attempt } = kept!
+    expect((await sandbox(h()).get(`/webhooks/${other.id}/deliveries/${delivery}`)).status).toBe(404)
+    expect((await sandbox(h()).get(`/webhooks/${other.id}/deliveries/${delivery}/attempts/${attempt}`)).status).toBe(404)
+    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/whd_000000001`)).status).toBe(404)
+    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts/wha_000000001`)).status).toBe(404)
+    expect((await api(h(), h().live).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(404)
+    expect((await api(h(), h().live).get(`/webhooks/${hook.id}/deliveries`)).status).toBe(404)
+    expect(await deliveriesOf(h(), hook, "&status=dead")).toEqual([])
+    expect((await deliveriesOf(h(), hook, "&status=succeeded")).length).toBe(2)
+    expect((await deliveriesOf(h(), other)).length).toBe(0)
+  })
+
+  it("a receiver answering 500 then 200: both attempts recorded, the retry 5 s later, health true at each step", async () => {
+    const rx = await receiver((n) => (n === 0 ? { status: 500, body: "boom" } : { status: 200 }))
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["showcase.updated"] })
+      const showcase = (await sandbox(h()).post("/showcases", { name: "Before" })).body.data.id
+      await sandbox(h()).patch(`/showcases/${showcase}`, { name: "After" })
+      const [delivery] = await eventually(async () => {
+        const list = await deliveriesOf(h(), hook)
+        expect(list).toHaveLength(1)
+        expect(list[0]!.attempt_count).toBe(1)
+        return list
+      })
+      expect(delivery!.status).toBe("pending")
+      const [failed] = await attemptsOf(h(), hook, delivery!.id)
+      expect(failed).toMatchObject({ number: 1, http_status: 500, transport_error: null, response_excerpt: "boom" })
+      expect(Date.parse(failed!.next_attempt_at) - Date.parse(failed!.finished_at)).toBe(5 * SECOND)
+      expect(delivery!.next_attempt_at).toBe(failed!.next_attempt_at)
+      await eventually(async () =>
+        expect(await healthOf(h(), hook)).toMatchObject({ consecutive_failures: 1, failed_24h: 1, delivered_24h: 0, pending: 1, last_failure_at: failed!.finished_at, last_success_at: null })
+      )
+      // Not before it is due.
+      await new Promise((r) => setTimeout(r, 600))
+      expect(rx.received).toHaveLength(1)
+      h().advance(5 * SECOND)
+      await eventually(async () => expect((await deliveriesOf(h(), hook))[0]!.status).toBe("succeeded"))
+      const attempts = await attemptsOf(h(), hook, delivery!.id)
+      expect(attempts.map((a) => [a.number, a.http_status])).toEqual([
+        [1, 500],
+        [2, 200]
+      ])
+      expect(attempts[1]!.next_attempt_at).toBeNull()
+      expect(Date.parse(attempts[1]!.started_at)).toBeGreaterThanOrEqual(Date.parse(failed!.next_attempt_at))
+      // Both requests are the same message: same id, same body, each validly signed.
+      expect(rx.received).toHaveLength(2)
+      expect(rx.received[1]!.body).toBe(rx.received[0]!.body)
+      expect(rx.received[1]!.headers["webhook-id"]).toBe(rx.received[0]!.headers["webhook-id"])
+      for (const r of rx.received) expect(() => new Webhook(hook.secret).verify(r.body, headersOf(r))).not.toThrow()
+      await eventually(async () =>
+        expect(await healthOf(h(), hook)).toMatchObject({
+          consecutive_failures: 0,
+          failed_24h: 1,
+          delivered_24h: 1,
+          pending: 0,
+          dead_24h: 0,
+          last_failure_at: failed!.finished_at,
+          last_success_at: attempts[1]!.finished_at
+        })
+      )
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("a receiver that is down for a while receives every event once it is back (at least once)", async () => {
+    const down = await receiver()
+    const port = down.port
+    await down.close()
+    const hook = await createHook(h(), { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag_group.created"] })
+    const groups: Array<string> = []
+    for (let i = 0; i < 3; i++) groups.push((await sandbox(h()).post("/tag-groups", { name: `down-${Date.now()}-${i}` })).body.data.id)
+    const eventIds = await Promise.all(groups.map(async (id) => (await eventOf(h(), id, "tag_group.created")).id as string))
+    const deliveries = await eventually(async () => {
+      const list = await deliveriesOf(h(), hook)
+      expect(list).toHaveLength(3)
+      expect(list.every((d) => d.attempt_count >= 1)).toBe(true)
+      return list
+    })
+    const [refused] = await attemptsOf(h(), hook, deliveries[0]!.id)
+    expect(refused).toMatchObject({ http_status: null, transport_error: "connection_refused" })
+    expect((await healthOf(h(), hook)).pending).toBe(3)
+    const back = await receiver(() => ({ status: 204 }), port)
+    try {
+      h().advance(5 * SECOND)
+      await eventually(async () => expect((await deliveriesOf(h(), hook)).map((d) => d.status)).toEqual(["succeeded", "succeeded", "succeeded"]))
+      expect(back.received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...eventIds].sort())
+      await eventually(async () => expect(await healthOf(h(), hook)).toMatchObject({ pending: 0, delivered_24h: 3, failed_24h: 3, consecutive_failures: 0 }))
+      await switchOff(h(), hook)
+    } finally {
+      await back.close()
+    }
+  })
+
+  it("timeout_ms is respected: a receiver slower than it is a failed attempt with transport_error timeout", async () => {
+    const rx = await receiver(() => ({ status: 200, delayMs: 4000 }))
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["showcase.created"], timeout_ms: 1000 })
+      await sandbox(h()).post("/showcases", { name: "Slow" })
+      const [delivery] = await eventually(async () => {
+        const list = await deliveriesOf(h(), hook)
+        expect(list[0]?.attempt_count).toBe(1)
+        return list
+      })
+      const [attempt] = await attemptsOf(h(), hook, delivery!.id)
+      expect(attempt).toMatchObject({ http_status: null, transport_error: "timeout", response_excerpt: null })
+      expect(attempt!.duration_ms).toBeGreaterThanOrEqual(1000)
+      expect(attempt!.duration_ms).toBeLessThan(3000)
+      expect(delivery!.status).toBe("pending")
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("a production webhook whose name resolves to a loopback address is refused when connecting (a failed attempt, transport_error)", async () => {
+    const rx = await receiver()
+    try {
+      const hook = await createHook(h(), { url: "https://hooks.example.com/in", event_types: ["showcase.created"] }, h().live)
+      // The name now points at this machine, as a DNS answer could change after registration.
+      await h().patchRecord({ accountId: h().account.account.id, environment: "production" }, "webhook", hook.id, {
+        url: `https://localhost:${rx.port}/hook`
+      })
+      await api(h(), h().live).post("/showcases", { name: "Refused" })
+      const [delivery] = await eventually(async () => {
+        const list = await deliveriesOf(h(), hook, "", h().live)
+        expect(list[0]?.attempt_count).toBe(1)
+        return list
+      })
+      const [attempt] = await attemptsOf(h(), hook, delivery!.id, h().live)
+      expect(attempt).toMatchObject({ http_status: null, transport_error: "destination_not_allowed" })
+      expect(rx.received).toHaveLength(0)
+      await eventually(async () => expect(await healthOf(h(), hook, h().live)).toMatchObject({ failed_24h: 1, consecutive_failures: 1 }))
+      await switchOff(h(), hook, h().live)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("replays (Idempotency-Key required) send again what was recorded, by event IDs or by range; 202 with the queued deliveries", async () => {
+    const rx = await receiver()
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["showcase.created"] })
+      const showcase = (await sandbox(h()).post("/showcases", { name: "Recorded" })).body.data
+      const event = await eventOf(h(), showcase.id, "showcase.created")
+      await eventually(async () => expect(rx.received).toHaveLength(1))
+      // The resource changes afterwards; a replay still sends the event as recorded.
+      await sandbox(h()).patch(`/showcases/${showcase.id}`, { name: "Changed since" })
+      const noKey = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [event.id] }, null)
+      expect(noKey.status).toBe(422)
+      expect(noKey.body.error.code).toBe("idempotency_key_required")
+      const key = freshKey()
+      const replay = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [event.id] }, key)
+      expect(replay.status).toBe(202)
+      expect(replay.body.data).toHaveLength(1)
+      expect(replay.body.data[0]).toMatchObject({ object: "webhook_delivery", event_id: event.id, origin: "replay", status: "pending", attempt_count: 0 })
+      const again = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [event.id] }, key)
+      expect(again.headers.get("idempotent-replayed")).toBe("true")
+      expect(again.body).toEqual(replay.body)
+      await eventually(async () => expect(rx.received).toHaveLength(2))
+      expect(rx.received[1]!.body).toBe(rx.received[0]!.body)
+      expect(JSON.parse(rx.received[1]!.body)).toEqual(event)
+      expect(JSON.parse(rx.received[1]!.body).data.object.name).toBe("Recorded")
+      expect(() => new Webhook(hook.secret).verify(rx.received[1]!.body, headersOf(rx.received[1]!))).not.toThrow()
+      const replayed = await eventually(async () => {
+        const one = (await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${replay.body.data[0].id}`)).body.data
+        expect(one.status).toBe("succeeded")
+        return one
+      })
+      expect((await attemptsOf(h(), hook, replayed.id))[0]).toMatchObject({ origin: "replay", number: 1, http_status: 200 })
+      // A range: every event of it the webhook receives.
+      const range = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, {
+        created_after: new Date(Date.parse(event.created_at) - 1).toISOString(),
+        created_before: new Date(Date.parse(event.created_at) + 1).toISOString()
+      })
+      expect(range.status).toBe(202)
+      expect(range.body.data.map((d: { event_id: string }) => d.event_id)).toEqual([event.id])
+      await eventually(async () => expect(rx.received).toHaveLength(3))
+      expect(rx.received[2]!.body).toBe(rx.received[0]!.body)
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("replays refuse events the webhook does not receive, unknown events, both forms at once, or neither (422)", async () => {
+    const hook = await createHook(h(), { url: "http://127.0.0.1:9/none", event_types: ["showcase.created"], status: "inactive" })
+    const group = (await sandbox(h()).post("/tag-groups", { name: `other-${Date.now()}` })).body.data.id
+    const other = await eventOf(h(), group, "tag_group.created")
+    const details = (res: { body: { error: { details: Array<Record<string, unknown>> } } }) =>
+      res.body.error.details.map((d) => [d.field, d.code, d.reason])
+    const notReceived = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [other.id, "evt_000000001"] })
+    expect(notReceived.status).toBe(422)
+    expect(details(notReceived)).toEqual([
+      ["event_ids[0]", "invalid_value", "not_subscribed"],
+      ["event_ids[1]", "invalid_value", "event_not_found"]
+    ])
+    const both = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [other.id], created_after: other.created_at })
+    expect(both.status).toBe(422)
+    const neither = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, {})
+    expect(neither.status).toBe(422)
+    expect(details(neither)).toEqual([["event_ids", "required", "event_ids_or_range"]])
+    expect((await sandbox(h()).post(`/webhooks/whk_000000001/replays`, { event_ids: [other.id] })).status).toBe(404)
+    expect(await deliveriesOf(h(), hook)).toEqual([])
+  })
+
+  it("after the last retry (at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) the delivery is dead and counted in dead_24h", async () => {
+    const rx = await receiver(() => ({ status: 503 }))
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["showcase.trashed"] })
+      const showcase = (await sandbox(h()).post("/showcases", { name: "Doomed" })).body.data.id
+      await sandbox(h()).del(`/showcases/${showcase}`)
+      for (let n = 1; n <= RETRY_DELAYS.length + 1; n++) {
+        const [delivery] = await eventually(async () => {
+          const list = await deliveriesOf(h(), hook)
+          expect(list[0]?.attempt_count).toBe(n)
+          return list
+        })
+        const attempts = await attemptsOf(h(), hook, delivery!.id)
+        const last = attempts[n - 1]!
+        expect(last.number).toBe(n)
+        expect(last.http_status).toBe(503)
+        if (n <= RETRY_DELAYS.length) {
+          expect(delivery!.status).toBe("pending")
+          expect(Date.parse(last.next_attempt_at) - Date.parse(last.finished_at)).toBe(RETRY_DELAYS[n - 1])
+          h().advance(RETRY_DELAYS[n - 1]!)
+        } else {
+          expect(delivery!.status).toBe("dead")
+          expect(delivery!.next_attempt_at).toBeNull()
+          expect(last.next_attempt_at).toBeNull()
+        }
+      }
+      expect(rx.received).toHaveLength(8)
+      // 27 h 35 min passed: the last three failures are within 24 hours.
+      await eventually(async () =>
+        expect(await healthOf(h(), hook)).toMatchObject({ dead_24h: 1, pending: 0, consecutive_failures: 8, failed_24h: 3, delivered_24h: 0 })
+      )
+      // Dead is final: no more attempts.
+      h().advance(DAY)
+      await new Promise((r) => setTimeout(r, 600))
+      expect(rx.received).toHaveLength(8)
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("§8.3: deliveries and attempts are kept 30 days, then 404; 24-hour health counts leave their window", async () => {
+    const { hook, delivery, attempt } = kept!
+    await eventually(async () => expect(await healthOf(h(), hook)).toMatchObject({ delivered_24h: 0, pending: 0 }))
+    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(200)
+    h().advance(31 * DAY)
+    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(404)
+    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts`)).status).toBe(404)
+    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts/${attempt}`)).status).toBe(404)
+    expect(await deliveriesOf(h(), hook)).toEqual([])
+  })
+})
+
+describe("webhook sender (Node)", () => {
+  const request = (url: string, secret: string, environment: "production" | "sandbox" = "production") => ({
+    url,
+    environment,
+    body: JSON.stringify({ object: "event", id: "evt_000000001" }),
+    messageId: "evt_000000001",
+    timestamp: Math.floor(Date.now() / 1000),
+    secret,
+    timeoutMs: 2000
+  })
+  const secret = `whsec_${Buffer.from("0123456789abcdef0123456789").toString("base64")}`
+
+  it("refuses a public name that resolves to a loopback or metadata address, and never connects", async () => {
+    const rx = await receiver()
+    try {
+      for (const address of ["127.0.0.1", "169.254.169.254", "10.0.0.7"]) {
+        const sender = makeNodeWebhookSender({ resolve: async () => [{ address, family: 4 }] })
+        const res = await Effect.runPromise(sender.send(request(`https://hooks.example.com:${rx.port}/hook`, secret)))
+        expect([address, res.httpStatus, res.transportError]).toEqual([address, null, "destination_not_allowed"])
+      }
+      expect(rx.received).toHaveLength(0)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("with allowLocalWebhooks, a production webhook reaches a local http receiver, signed; redirects are not followed", async () => {
+    const rx = await receiver((n) => (n === 0 ? { status: 200 } : { status: 302 }))
+    try {
+      const sender = makeNodeWebhookSender({ allowLocal: true })
+      const sent = request(rx.url, secret)
+      const res = await Effect.runPromise(sender.send(sent))
+      expect(res.httpStatus).toBe(200)
+      expect(() => new Webhook(secret).verify(rx.received[0]!.body, headersOf(rx.received[0]!))).not.toThrow()
+      const redirected = await Effect.runPromise(sender.send(sent))
+      expect(redirected.httpStatus).toBe(302)
+      expect(rx.received).toHaveLength(2)
+      // Without the flag, production refuses http.
+      const refused = await Effect.runPromise(makeNodeWebhookSender().send(sent))
+      expect(refused.transportError).toBe("destination_not_allowed")
+      expect(rx.received).toHaveLength(2)
+    } finally {
+      await rx.close()
+    }
+  })
+})
