@@ -41,8 +41,9 @@ export interface PresentedCredentials {
 
 const unverifiable = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
 
-const bearerOf = (header: string): string | undefined => {
-  const match = /^Bearer +(\S+)*$/i.exec(header.trim())
+/** The token of `Bearer <token>` (one run of non-spaces: the pattern must not backtrack on hostile input). */
+export const bearerOf = (header: string): string | undefined => {
+  const match = /^Bearer +(\S+)$/i.exec(header.trim())
   return match?.[1]
 }
 

@@ -462,7 +462,12 @@ export const runWebhookDeliveries = (window: RateWindow = new Map(), options: { 
       ],
       100
     )
-    yield* Effect.forEach([...due, ...stalled], (d) => attemptDelivery(d, window), { concurrency: 16, discard: true })
+    // One delivery's trouble (a store error) does not hold up the others.
+    yield* Effect.forEach(
+      [...due, ...stalled],
+      (d) => attemptDelivery(d, window).pipe(Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery attempt failed", cause))),
+      { concurrency: 16, discard: true }
+    )
     const stale = yield* records.scan(WEBHOOK_TYPE, [{ field: "health_refresh_at", op: "lte", value: now }], 100)
     yield* Effect.forEach(stale, (w) => refreshHealth(w.tenant, w.id), { discard: true })
     if (options.prune) {
