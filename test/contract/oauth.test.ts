@@ -11,8 +11,8 @@ import { acceptedTotpCodes, type OpenedAccount } from "@syllabus/core"
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT, decodeJwt, decodeProtectedHeader } from "jose"
 import * as oauth from "oauth4webapi"
 import { createHash, createHmac, randomBytes } from "node:crypto"
-import { beforeAll, describe, expect, it } from "vitest"
-import { eachStore, type Harness } from "../support/harness.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eachStore, type Harness, startHarness } from "../support/harness.js"
 
 const CLIENT = "service-cli"
 const PASSWORD = "correct horse battery"
@@ -610,6 +610,21 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
   })
 
+  describe("§5.4 revoking the credential", () => {
+    it("ends human mode too: 401 credential_revoked with a valid access token", async () => {
+      const created = await h().request("POST", "/api/v3/credentials", { secret: h().live, json: { name: "to revoke", auth_mode: "both" } })
+      const id = String(created.body.data.id)
+      const secret = String(created.body.data.secret.value)
+      await h().request("POST", `/api/v3/credentials/${id}/administrators`, { secret: h().live, json: { administrator_id: h().account.administrator.id } })
+      const tokens = await login()
+      expect((await asHuman(h(), secret, tokens.access_token)).status).toBe(200)
+      expect((await h().request("POST", `/api/v3/credentials/${id}/revocations`, { secret: h().live })).status).toBe(200)
+      const res = await asHuman(h(), secret, tokens.access_token)
+      expect(res.status).toBe(401)
+      expect(res.body.error.code).toBe("credential_revoked")
+    })
+  })
+
   describe("a third-party client (oauth4webapi)", () => {
     it("completes discovery, PKCE, the code exchange and refresh", async () => {
       const issuer = new URL(h().baseUrl)
@@ -660,5 +675,34 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       await oauth.processRevocationResponse(revoked)
       expect((await asHuman(h(), h().live, refreshed.access_token)).body.error.code).toBe("invalid_access_token")
     })
+  })
+})
+
+describe("two server processes on one PostgreSQL database share the signing keys", () => {
+  let first: Harness
+  let second: Harness
+  beforeAll(async () => {
+    first = await startHarness("postgresql")
+    second = await startHarness("postgresql", { databaseUrl: first.databaseUrl!, account: first.account })
+  }, 60_000)
+  afterAll(async () => {
+    await second?.close()
+    await first?.close()
+  }, 60_000)
+
+  it("the same JWKS, and a token issued by one is accepted by the other", async () => {
+    const jwks = async (h: Harness) => (await (await fetch(h.baseUrl + "/oauth/jwks")).json()) as unknown
+    expect(await jwks(second)).toEqual(await jwks(first))
+    const totp = await enrollTotp(first, first.live, first.account.administrator.id)
+    const flow = await runFlow(first, {
+      platform: String(first.account.account.data.subdomain),
+      email: String(first.account.administrator.data.email),
+      totpSecret: totp
+    })
+    const tokens = await exchange(first, flow.location.searchParams.get("code")!, flow.verifier)
+    expect(tokens.status).toBe(200)
+    const res = await asHuman(second, second.live, tokens.body.access_token)
+    expect(res.status).toBe(200)
+    expect(res.body.data.human.admin_id).toBe(first.account.administrator.id)
   })
 })

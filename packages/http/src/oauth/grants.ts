@@ -398,3 +398,14 @@ export const joseAccessTokens = (options: { readonly issuer?: string | undefined
       return { verify }
     })
   )
+
+/**
+ * Housekeeping: forget codes a day after they expired (a replay is then only an unknown
+ * code) and grants whose refresh token has expired (nothing of them still works).
+ */
+export const pruneExpiredGrants = Effect.gen(function* () {
+  const records = yield* Records
+  const now = yield* Clock.currentTimeMillis
+  yield* records.prune(CODE, "expires_at", iso(now - 24 * 3600 * 1000))
+  yield* records.prune(GRANT, "refresh_expires_at", iso(now))
+})
