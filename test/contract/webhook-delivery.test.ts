@@ -14,9 +14,9 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
 import { Webhook } from "standardwebhooks"
-import { describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeWebhookSender } from "../../packages/http/src/webhook-sender.js"
-import { eachStore, freshKey, type Harness } from "../support/harness.js"
+import { eachStore, freshKey, type Harness, startHarness } from "../support/harness.js"
 
 const SECOND = 1000
 const MINUTE = 60 * SECOND
@@ -303,6 +303,43 @@ eachStore("webhook delivery", (h) => {
     }
   })
 
+  it("an inactive webhook receives nothing, and a webhook receives only events recorded after it was created", async () => {
+    const rx = await receiver()
+    try {
+      const before = (await sandbox(h()).post("/tag-groups", { name: `before-${Date.now()}` })).body.data.id
+      const beforeEvent = await eventOf(h(), before, "tag_group.created")
+      const inactive = await createHook(h(), { url: rx.url, event_types: ["tag_group.created"], status: "inactive" })
+      const active = await createHook(h(), { url: rx.url, event_types: ["tag_group.created"] })
+      const after = (await sandbox(h()).post("/tag-groups", { name: `after-${Date.now()}` })).body.data.id
+      const afterEvent = await eventOf(h(), after, "tag_group.created")
+      await eventually(async () => expect(rx.received).toHaveLength(1))
+      await new Promise((r) => setTimeout(r, 600))
+      expect(rx.received.map((r) => r.headers["webhook-id"])).toEqual([afterEvent.id])
+      expect(rx.received.map((r) => r.headers["webhook-id"])).not.toContain(beforeEvent.id)
+      expect(await deliveriesOf(h(), inactive)).toEqual([])
+      expect((await deliveriesOf(h(), active)).map((d) => d.event_id)).toEqual([afterEvent.id])
+      await switchOff(h(), active)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("max_per_second paces the requests to one destination", async () => {
+    const rx = await receiver()
+    const hook = await createHook(h(), { url: rx.url, event_types: ["tag_group.created"], max_per_second: 1 })
+    try {
+      for (let i = 0; i < 3; i++) await sandbox(h()).post("/tag-groups", { name: `paced-${Date.now()}-${i}` })
+      await eventually(async () => expect(rx.received).toHaveLength(3))
+      const attempts = (await Promise.all((await deliveriesOf(h(), hook)).map((d) => attemptsOf(h(), hook, d.id)))).flat()
+      const starts = attempts.map((a) => Date.parse(a.started_at)).sort((a, b) => a - b)
+      expect(starts).toHaveLength(3)
+      expect(starts[2]! - starts[0]!).toBeGreaterThanOrEqual(1900)
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
   it("timeout_ms is respected: a receiver slower than it is a failed attempt with transport_error timeout", async () => {
     const rx = await receiver(() => ({ status: 200, delayMs: 4000 }))
     try {
@@ -456,15 +493,69 @@ eachStore("webhook delivery", (h) => {
     }
   })
 
-  it("§8.3: deliveries and attempts are kept 30 days, then 404; 24-hour health counts leave their window", async () => {
+  it("24-hour health counts leave their window as time passes", async () => {
+    const { hook } = kept!
+    // The dead-letter test moved the clock more than a day past this webhook's deliveries.
+    await eventually(async () => expect(await healthOf(h(), hook)).toMatchObject({ delivered_24h: 0, failed_24h: 0, pending: 0 }))
+    expect(typeof (await healthOf(h(), hook)).last_success_at).toBe("string")
+  })
+
+  it("§8.3: deliveries and attempts are kept 30 days, then 404", async () => {
     const { hook, delivery, attempt } = kept!
-    await eventually(async () => expect(await healthOf(h(), hook)).toMatchObject({ delivered_24h: 0, pending: 0 }))
     expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(200)
     h().advance(31 * DAY)
     expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(404)
     expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts`)).status).toBe(404)
     expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts/${attempt}`)).status).toBe(404)
     expect(await deliveriesOf(h(), hook)).toEqual([])
+  })
+})
+
+describe("webhook delivery across processes [postgresql]", () => {
+  // `owner` holds the database and runs no worker; the others are server processes on it.
+  let owner: Harness
+  const started: Array<Harness> = []
+  const serverProcess = async () => {
+    const server = await startHarness("postgresql", { databaseUrl: owner.databaseUrl!, account: owner.account })
+    started.push(server)
+    return server
+  }
+  beforeAll(async () => {
+    owner = await startHarness("postgresql", { workers: false })
+  }, 60_000)
+  afterAll(async () => {
+    for (const server of started.reverse()) await server.close()
+    await owner?.close()
+  }, 60_000)
+
+  it("a server restart loses no pending delivery, and two processes send each event once", async () => {
+    const down = await receiver()
+    const port = down.port
+    await down.close()
+    const first = await serverProcess()
+    const hook = await createHook(owner, { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag_group.created"] })
+    const groups: Array<string> = []
+    for (let i = 0; i < 4; i++) groups.push((await sandbox(owner).post("/tag-groups", { name: `restart-${Date.now()}-${i}` })).body.data.id)
+    const eventIds = await Promise.all(groups.map(async (id) => (await eventOf(owner, id, "tag_group.created")).id as string))
+    await eventually(async () => {
+      const list = await deliveriesOf(owner, hook)
+      expect(list.map((d) => d.attempt_count)).toEqual([1, 1, 1, 1])
+    })
+    // The process stops with every delivery pending; the receiver comes back; two new processes start.
+    await first.close()
+    started.splice(started.indexOf(first), 1)
+    const back = await receiver(() => ({ status: 200 }), port)
+    try {
+      const [second, third] = [await serverProcess(), await serverProcess()]
+      second.advance(5 * SECOND)
+      third.advance(5 * SECOND)
+      await eventually(async () => expect((await deliveriesOf(owner, hook)).map((d) => d.status)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded"]))
+      expect(back.received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...eventIds].sort())
+      for (const d of await deliveriesOf(owner, hook)) expect((await attemptsOf(owner, hook, d.id)).map((a) => a.number)).toEqual([1, 2])
+      await switchOff(owner, hook)
+    } finally {
+      await back.close()
+    }
   })
 })
 

@@ -4,6 +4,7 @@
  * time, make a port fail, block an account) go through the operator handle, as an operator
  * or an outage would.
  */
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import {
   type AccountStatus,
@@ -20,7 +21,7 @@ import {
   sweepExpiredUploads,
   UnitOfWork
 } from "@syllabus/core"
-import { app, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
+import { app, ServerSettings, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
 import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
@@ -208,12 +209,18 @@ export const startHarness = async (
       rateLimits: options.rateLimits ?? "off",
       workers: options.workers ?? true,
       ...(options.settings ? { settings: options.settings } : {})
-    }),
+      // The workers forked while the layer is built must run on the operator's clock too.
+    }).pipe(Layer.provide(Layer.setClock(clock))),
     Layer.setClock(clock)
   )
   const runtime = ManagedRuntime.make(layer)
   const run = <A, E>(effect: Effect.Effect<A, E, any>): Promise<A> => runtime.runPromise(effect as Effect.Effect<A, E, never>)
-  const listener = await run(NodeHttpServer.makeHandler(app))
+  // As `makeNodeListener` builds it: the platform's request span only if `traceRequests` is on.
+  const listener = await run(
+    Effect.flatMap(ServerSettings, (settings) =>
+      HttpMiddleware.withTracerDisabledWhenEffect(NodeHttpServer.makeHandler(app), () => !settings.traceRequests)
+    )
+  )
   const server: Server = createServer(listener as (req: IncomingMessage, res: ServerResponse) => void)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`

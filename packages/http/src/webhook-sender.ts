@@ -68,6 +68,7 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
       const started = performance.now()
       const elapsed = () => Math.round(performance.now() - started)
       let finished = false
+      let timer: ReturnType<typeof setTimeout> | undefined
       const finish = (response: Omit<WebhookResponse, "durationMs">) => {
         if (finished) return
         finished = true
@@ -133,7 +134,7 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
         }
       )
       // `timeout_ms` covers the whole exchange: connection, request and response.
-      const timer = setTimeout(() => {
+      timer = setTimeout(() => {
         finish({ httpStatus: null, transportError: "timeout", responseText: null })
         outgoing.destroy()
       }, req.timeoutMs)
@@ -141,7 +142,13 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
       outgoing.end(body)
     })
 
-  return { send: (req) => Effect.promise(() => send(req)) }
+  // Never fails: whatever goes wrong is a transport error of the attempt.
+  return {
+    send: (req) =>
+      Effect.tryPromise(() => send(req)).pipe(
+        Effect.orElseSucceed((): WebhookResponse => ({ httpStatus: null, transportError: "network_error", responseText: null, durationMs: 0 }))
+      )
+  }
 }
 
 /** The sender as a layer. */
