@@ -63,3 +63,51 @@ describe("two servers on one database [postgresql]", () => {
     expect(served + refused).toBe(160)
   })
 })
+
+describe("a worker killed mid-operation [postgresql]", () => {
+  it("another process finishes the operation once the lease runs out, every item done exactly once", async () => {
+    const first = await startHarness("postgresql")
+    const items = Array.from({ length: 400 }, (_, i) => ({ key: `k${i}`, name: `killed-${i}` }))
+    const started = await first.request("POST", "/api/v3/operations", { secret: first.live, json: { type: "tag_groups.create", items } })
+    expect(started.status).toBe(202)
+    const id = started.body.data.id
+    // Let the worker get going, then stop the process under it.
+    for (let i = 0; i < 200; i++) {
+      const progress = (await first.request("GET", `/api/v3/operations/${id}`, { secret: first.live })).body.data.progress
+      if (progress.done > 0) break
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    await first.close({ keepDatabase: true })
+    const second = await startHarness("postgresql", { databaseUrl: first.databaseUrl!, account: first.account })
+    try {
+      const halfway = (await second.request("GET", `/api/v3/operations/${id}`, { secret: second.live })).body.data
+      expect(halfway.status).toBe("running")
+      expect(halfway.progress.done).toBeLessThan(400)
+      // The dead worker's lease runs out; the second process claims the operation.
+      second.advance(31_000)
+      let done = halfway
+      for (let i = 0; i < 600 && done.status === "running"; i++) {
+        await new Promise((r) => setTimeout(r, 50))
+        done = (await second.request("GET", `/api/v3/operations/${id}`, { secret: second.live })).body.data
+      }
+      expect(done).toMatchObject({ status: "succeeded", progress: { done: 400, failed: 0, total: 400 } })
+      expect(done.attempt.number).toBe(2)
+      const names: Array<string> = []
+      let cursor: string | null = null
+      do {
+        const page: { body: { data: Array<{ name: string }>; page: { next_cursor: string | null } } } = await second.request(
+          "GET",
+          `/api/v3/tag-groups?q=killed-&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+          { secret: second.live }
+        )
+        names.push(...page.body.data.map((g) => g.name))
+        cursor = page.body.page.next_cursor
+      } while (cursor)
+      expect(names).toHaveLength(400)
+      expect(new Set(names).size).toBe(400)
+    } finally {
+      await second.close()
+      await first.dropDatabase()
+    }
+  }, 60_000)
+})

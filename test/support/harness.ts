@@ -169,7 +169,9 @@ export interface Harness {
   /** The directory of the local file storage (PostgreSQL runs); the memory runs keep files in memory. */
   readonly storageDirectory: string | undefined
   fail(port: FaultyPort, failing?: boolean): void
-  close(): Promise<void>
+  /** Stop the server. `keepDatabase`: leave its PostgreSQL database for another server (then `dropDatabase` later). */
+  close(options?: { readonly keepDatabase?: boolean }): Promise<void>
+  dropDatabase(): Promise<void>
 }
 
 export interface HarnessOptions {
@@ -291,13 +293,14 @@ export const startHarness = async (
       if (on) failing.add(port)
       else failing.delete(port)
     },
-    close: async () => {
+    close: async (closeOptions = {}) => {
       await new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeAllConnections?.()
       await runtime.dispose()
-      await Effect.runPromise(Scope.close(scope, Exit.void))
+      if (!closeOptions.keepDatabase) await Effect.runPromise(Scope.close(scope, Exit.void))
       if (storageDirectory !== undefined) rmSync(storageDirectory, { recursive: true, force: true })
-    }
+    },
+    dropDatabase: () => Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }
 
