@@ -1,0 +1,41 @@
+/**
+ * The installed command (`bin` → src/main.ts) as a real process: output streams and exit
+ * codes as a shell sees them.
+ */
+import { execFile } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { type Harness, startHarness } from "../../../test/support/harness.js"
+import { user } from "./support.js"
+
+const root = resolve(import.meta.dirname, "../../..")
+const main = resolve(import.meta.dirname, "../src/main.ts")
+
+let h: Harness
+beforeAll(async () => {
+  h = await startHarness("memory")
+}, 60_000)
+afterAll(async () => {
+  await h?.close()
+})
+
+const syllabus = (env: Record<string, string>, ...argv: ReadonlyArray<string>) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+    execFile(process.execPath, ["--import", "tsx", main, ...argv], { cwd: root, env: { ...process.env, ...env } }, (error, stdout, stderr) =>
+      done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+    )
+  })
+
+it("`node --import tsx packages/cli/src/main.ts`: results on stdout with exit 0, `error.code: message` on stderr with exit 1", async () => {
+  const env = { SYLLABUS_CONFIG_DIR: join(mkdtempSync(join(tmpdir(), "syllabus-main-")), "config") }
+  expect((await user({ env }).cli("configure", "--base-url", h.baseUrl, "--api-key", h.live)).code).toBe(0)
+  const listed = await syllabus(env, "credentials", "list", "--json")
+  expect(listed.code, listed.stderr).toBe(0)
+  expect((JSON.parse(listed.stdout) as Array<{ object: string }>).every((c) => c.object === "credential")).toBe(true)
+  const missing = await syllabus(env, "credentials", "get", "crd_missing00")
+  expect(missing.code).toBe(1)
+  expect(missing.stdout).toBe("")
+  expect(missing.stderr).toMatch(/^[a-z_]+: .+\n$/)
+}, 30_000)
