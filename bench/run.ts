@@ -6,6 +6,7 @@
  *   pnpm bench -- --duration 3 --warmup 1        a quick run
  *   pnpm bench -- --only effect,current-memory   some scenarios
  *   pnpm bench -- --rounds 3                     every scenario 3 times (interleaved), median kept
+ *   pnpm bench -- --tracing on                   the platform's per-request span in both Effect servers
  *   pnpm bench -- --tracing http-off             without the platform's per-request span
  *   pnpm bench -- --tracing off                  with the tracer disabled altogether
  *   pnpm bench -- --experiment skip-request-log  what-if: the product minus its request-log writes
@@ -26,7 +27,7 @@ import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { formatSummary, readProfile, summarize } from "./profile.js"
-import { BASELINE_PATH, type Experiment, type ServerKind, type ServerMessage, type Tracing } from "./shared.js"
+import { BASELINE_PATH, type Experiment, isTracing, type ServerKind, type ServerMessage, type Tracing } from "./shared.js"
 
 // ---------------------------------------------------------------------------------------
 // Settings
@@ -51,7 +52,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   const source = fileURLToPath(import.meta.url)
   console.log(`usage: node --import tsx ${source} [--duration s] [--warmup s] [--rounds n] [--connections n] [--pipelining n]`)
-  console.log("       [--only id,id] [--tracing on|http-off|off] [--experiment none|skip-request-log] [--cpu-prof dir] [--json file]")
+  console.log("       [--only id,id] [--tracing shipped|on|http-off|off] [--experiment none|skip-request-log] [--cpu-prof dir] [--json file]")
   process.exit(0)
 }
 
@@ -69,8 +70,8 @@ const settings = {
   connections: positive(setting(flags.connections, "BENCH_CONNECTIONS", "50"), "connections"),
   pipelining: positive(setting(flags.pipelining, "BENCH_PIPELINING", "1"), "pipelining"),
   tracing: ((): Tracing => {
-    const value = setting(flags.tracing, "BENCH_TRACING", "on")
-    if (value !== "on" && value !== "http-off" && value !== "off") throw new Error(`tracing must be on, http-off or off, got ${value}`)
+    const value = setting(flags.tracing, "BENCH_TRACING", "shipped")
+    if (!isTracing(value)) throw new Error(`tracing must be shipped, on, http-off or off, got ${value}`)
     return value
   })(),
   experiment: ((): Experiment => {

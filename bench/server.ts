@@ -3,7 +3,7 @@
  * never shares the server's event loop.
  *
  *   node --import tsx bench/server.ts <raw | effect | memory | postgresql>
- *     [--tracing on|http-off|off] [--experiment none|skip-request-log] [--profile file]
+ *     [--tracing shipped|on|http-off|off] [--experiment none|skip-request-log] [--profile file]
  *
  * It listens on 127.0.0.1 (a free port), then sends `{ type: "ready", port, secret }` over
  * the IPC channel. On `{ type: "stop" }` (or when the parent goes away) it closes the
@@ -25,7 +25,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { openAccount, Records, REQUEST_TYPE } from "@syllabus/core"
-import { app, type StoreServices, syllabusLayer } from "@syllabus/http"
+import { app, ServerSettings, type StoreServices, syllabusLayer } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
 import { Context, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
@@ -37,7 +37,7 @@ import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { freshDatabase } from "./pg.js"
-import { BASELINE_BODY, BASELINE_PATH, type ServerKind, type Experiment, type ServerMessage, type Tracing } from "./shared.js"
+import { BASELINE_BODY, BASELINE_PATH, type ServerKind, type Experiment, isTracing, type ServerMessage, type Tracing } from "./shared.js"
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void
 
@@ -52,7 +52,10 @@ interface Built {
 
 /**
  * Tracing, as the handler's runtime sees it:
- * - `on`: as shipped, the platform's `http.server` span per request and every `Effect.fn` span;
+ * - `shipped`: each server as shipped: the bare route with the platform's `http.server` span
+ *   (the default of `makeHandler`), the product as its `ServerSettings.traceRequests` says
+ *   (off by default, so no `http.server` span);
+ * - `on`: the platform's `http.server` span per request and every `Effect.fn` span;
  * - `http-off`: no `http.server` span (`HttpMiddleware.currentTracerDisabledWhen`), the others kept;
  * - `off`: the tracer disabled altogether (`Effect.withTracerEnabled(false)`): spans are no-ops.
  * The handler captures the runtime it is made in, so a setting made around `makeHandler` holds
@@ -60,7 +63,7 @@ interface Built {
  */
 const makeHandler = (httpApp: Parameters<typeof NodeHttpServer.makeHandler>[0], tracing: Tracing) => {
   const handler = NodeHttpServer.makeHandler(httpApp) as Effect.Effect<Listener, never, never>
-  return tracing === "on"
+  return tracing === "on" || tracing === "shipped"
     ? handler
     : tracing === "http-off"
       ? handler.pipe(Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true))
@@ -129,7 +132,14 @@ const syllabusServer = async (store: "memory" | "postgresql", tracing: Tracing, 
     // The pool of the standalone server (`pgLayer(url)`, the driver's default size) unless told otherwise.
     storeLayer = pgLayer(fresh.url, pool ? { maxConnections: Number(pool) } : {})
   }
-  const runtime = ManagedRuntime.make(syllabusLayer({ store: withExperiment(storeLayer, experiment), rateLimits: "off" }))
+  const runtime = ManagedRuntime.make(
+    syllabusLayer({
+      store: withExperiment(storeLayer, experiment),
+      rateLimits: "off",
+      // `shipped` keeps the default (`traceRequests: false`); `on` asks for the request span.
+      ...(tracing === "on" ? { settings: { traceRequests: true } } : {})
+    })
+  )
   const dispose = async () => {
     await runtime.dispose()
     await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -137,7 +147,13 @@ const syllabusServer = async (store: "memory" | "postgresql", tracing: Tracing, 
   const run = <A, E>(effect: Effect.Effect<A, E, any>): Promise<A> =>
     runtime.runPromise(effect as Effect.Effect<A, E, never>)
   try {
-    const listener = await run(makeHandler(app, tracing))
+    // As an embedding builds it (`makeNodeListener`): the request span only if `traceRequests` is on.
+    const shipped = Effect.flatMap(ServerSettings, (settings) =>
+      settings.traceRequests
+        ? makeHandler(app, "on")
+        : HttpMiddleware.withTracerDisabledWhenEffect(makeHandler(app, "on"), () => true)
+    )
+    const listener = await run(tracing === "shipped" ? shipped : makeHandler(app, tracing))
     const subdomain = `bench-${Date.now().toString(36)}`
     const opened = await run(
       openAccount({
@@ -201,7 +217,7 @@ const main = async () => {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: {
-      tracing: { type: "string", default: "on" },
+      tracing: { type: "string", default: "shipped" },
       profile: { type: "string" },
       experiment: { type: "string", default: "none" }
     }
@@ -209,7 +225,7 @@ const main = async () => {
   const profiler = values.profile ? makeProfiler(values.profile) : undefined
   let measuring: NodeJS.CpuUsage | undefined
   const kind = positionals[0] as ServerKind | undefined
-  const tracing: Tracing = values.tracing === "off" || values.tracing === "http-off" ? values.tracing : "on"
+  const tracing: Tracing = isTracing(values.tracing) ? values.tracing : "shipped"
   const send = (message: ServerMessage) => {
     if (process.connected) process.send?.(message)
   }

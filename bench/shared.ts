@@ -2,8 +2,15 @@
 
 export type ServerKind = "raw" | "effect" | "memory" | "postgresql"
 
-/** Tracing in the Effect servers: as shipped, without the platform's request span, or none. */
-export type Tracing = "on" | "http-off" | "off"
+/**
+ * Tracing in the Effect servers: `shipped`, each with its defaults (the bare route with the
+ * platform's request span, the product without it since `traceRequests` is off by default);
+ * `on`, both with the request span; `http-off`, neither; `off`, the tracer disabled.
+ */
+export type Tracing = "shipped" | "on" | "http-off" | "off"
+
+export const isTracing = (value: string): value is Tracing =>
+  value === "shipped" || value === "on" || value === "http-off" || value === "off"
 
 /** Sent by a server child over the IPC channel. */
 export type ServerMessage =

@@ -83,7 +83,7 @@ export const logRequest = (tenant: Tenant, entry: RequestLogEntry) =>
  * Record one change made by the caller. Call it inside the unit of work of the change: if
  * it cannot be written, the change is not made either.
  */
-export const recordChange = Effect.fn("recordChange")(function* (
+export const recordChange = Effect.fnUntraced(function* (
   action: string,
   resource: { readonly object: string; readonly id: string },
   changes: JsonObject | null = null

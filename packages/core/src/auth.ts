@@ -50,7 +50,7 @@ export const bearerOf = (header: string): string | undefined => {
 const looksLikeJwt = (token: string): boolean => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)
 
 /** Find the credential of a secret: the current one, or a rotated-out one still in its grace period. */
-const credentialOfSecret = Effect.fn("Auth.credentialOfSecret")(function* (secret: string) {
+const credentialOfSecret = Effect.fnUntraced(function* (secret: string) {
   if (!secretPattern.test(secret)) return yield* Effect.fail(apiError("unauthenticated"))
   const crypto = yield* Crypto
   const records = yield* Records
@@ -69,7 +69,7 @@ const credentialOfSecret = Effect.fn("Auth.credentialOfSecret")(function* (secre
 })
 
 /** §5.1: the credential's own state, then its account's. */
-const checkCredentialState = Effect.fn("Auth.checkCredentialState")(function* (credential: StoredRecord) {
+const checkCredentialState = Effect.fnUntraced(function* (credential: StoredRecord) {
   const now = yield* Clock.currentTimeMillis
   const status = effectiveStatus(credential.data, now)
   if (status === "revoked") return yield* Effect.fail(apiError("credential_revoked"))
@@ -91,6 +91,7 @@ const callerOf = (
   tenant: credential.tenant as Tenant,
   requestId,
   credential: credential.data as CallerInfo["credential"],
+  record: credential,
   grant: credentialGrant(credential.data),
   human
 })

@@ -2,10 +2,10 @@
  * What every use case knows about the call it serves: who calls (`Caller`) and the
  * public-ID generator.
  */
-import { Clock, Context, Effect, Layer, Random, Ref } from "effect"
+import { Context, Effect, Layer, Random } from "effect"
 import type { Grant } from "./capabilities.js"
 import { formatId, type IdKind, nextIdNumber } from "./ids.js"
-import type { JsonObject, Tenant } from "./ports.js"
+import type { JsonObject, StoredRecord, Tenant } from "./ports.js"
 
 /** The authenticated caller of one request. */
 export interface CallerInfo {
@@ -13,6 +13,11 @@ export interface CallerInfo {
   readonly requestId: string
   /** The credential's stored data (see credentials.ts). */
   readonly credential: JsonObject & { readonly id: string }
+  /**
+   * The credential's record as authentication read it, so that the request need not read it
+   * again. Absent for callers that authentication did not build (background workers).
+   */
+  readonly record?: StoredRecord
   readonly grant: Grant
   /** Human mode: the administrator acting through the credential. */
   readonly human: { readonly adminId: string; readonly expiresAt: number; readonly eligibleSince: string } | null
@@ -25,22 +30,18 @@ export class Ids extends Context.Tag("@syllabus/core/Ids")<
   Ids,
   { readonly next: (kind: IdKind) => Effect.Effect<string> }
 >() {
-  static readonly live = Layer.effect(
-    Ids,
-    Effect.gen(function* () {
-      const last = yield* Ref.make(0)
-      return {
-        next: (kind: IdKind) =>
-          Effect.gen(function* () {
-            const now = yield* Clock.currentTimeMillis
-            const random12 = yield* Random.nextIntBetween(0, 4096)
-            const n = yield* Ref.modify(last, (prev) => {
-              const next = nextIdNumber(now, prev, random12)
-              return [next, next]
-            })
-            return formatId(kind, n)
+  static readonly live = Layer.sync(Ids, () => {
+    // The last number handed out; reading and setting it in one synchronous step keeps it
+    // atomic, as a `Ref` would, in fewer Effect steps (one ID per request at least).
+    let last = 0
+    return {
+      next: (kind: IdKind) =>
+        Effect.clockWith((clock) =>
+          Effect.map(Random.nextIntBetween(0, 4096), (random12) => {
+            last = nextIdNumber(clock.unsafeCurrentTimeMillis(), last, random12)
+            return formatId(kind, last)
           })
-      }
-    })
-  )
+        )
+    }
+  })
 }

@@ -8,6 +8,7 @@ import { REQUEST_TYPE, recordChange } from "./audit.js"
 import {
   checkDelegation,
   findTemplate,
+  type Grant,
   grantOf,
   isCapability,
   MAX_POLICY_RESOURCES,
@@ -260,8 +261,21 @@ export const loadCredential = (tenant: Tenant, id: string) =>
 
 const policiesOf = (data: JsonObject): ReadonlyArray<Policy> => (data.policies ?? []) as unknown as ReadonlyArray<Policy>
 
+// Grants of stored policy lists. A frozen list (the memory store hands out its stored,
+// frozen values) cannot change, so its grant is computed once; weak keys, so a list dropped
+// by the store takes its grant with it.
+const frozenGrants = new WeakMap<object, Grant>()
+
 /** The grant of a stored credential. */
-export const credentialGrant = (data: JsonObject) => grantOf(policiesOf(data))
+export const credentialGrant = (data: JsonObject): Grant => {
+  const policies = policiesOf(data)
+  if (!Object.isFrozen(policies)) return grantOf(policies)
+  const known = frozenGrants.get(policies)
+  if (known !== undefined) return known
+  const grant = grantOf(policies)
+  frozenGrants.set(policies, grant)
+  return grant
+}
 
 const parseExpiry = (text: string | null | undefined, now: number, field: string) => {
   if (text === undefined || text === null) return Effect.succeed(text ?? null)

@@ -58,7 +58,7 @@ const sortValue = (record: StoredRecord, sort: SortSpec): string | number | null
 const flip = (sort: SortSpec): SortSpec => ({ ...sort, direction: sort.direction === "asc" ? "desc" : "asc" })
 
 /** One page of a collection, with the cursors around it. */
-export const paginate = Effect.fn("paginate")(function* (request: PageRequest) {
+export const paginate = Effect.fnUntraced(function* (request: PageRequest) {
   const crypto = yield* Crypto
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis

@@ -93,7 +93,7 @@ export const decide = (
 }
 
 /** Admit one request against every check, or fail with the 429 of §8.1. */
-export const admit = Effect.fn("RateLimiter.admit")(function* (checks: ReadonlyArray<RateCheck>) {
+export const admit = Effect.fnUntraced(function* (checks: ReadonlyArray<RateCheck>) {
   const store = yield* RateLimitStore
   const now = yield* Clock.currentTimeMillis
   const windowStart = now - (now % WINDOW_MS)

@@ -4,12 +4,25 @@
  * not Effect programs, so they run the layer themselves.
  */
 import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { openAccount, type OpenAccountInput, type OpenedAccount } from "@syllabus/core"
-import { ManagedRuntime } from "effect"
+import { Effect, ManagedRuntime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { app } from "./api.js"
 import { type SyllabusOptions, syllabusLayer } from "./layer.js"
+import { ServerSettings } from "./services.js"
+
+/**
+ * Run `effect` (which builds a handler) so that the handler honours
+ * `ServerSettings.traceRequests`: unless it is on, the platform opens no `http.server` span
+ * per request. A handler captures the fiber refs of the fiber that builds it, so setting the
+ * predicate around the build holds for every request it serves.
+ */
+export const honouringTraceRequests = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | ServerSettings> =>
+  Effect.flatMap(ServerSettings, (settings) =>
+    settings.traceRequests ? effect : HttpMiddleware.withTracerDisabledWhenEffect(effect, () => true)
+  )
 
 export interface Embedding {
   /** Open an account (an administrator and a credential per environment); secrets are in the result only. */
@@ -32,7 +45,10 @@ export const makeFetchHandler = async <E>(
   options: SyllabusOptions<E>
 ): Promise<Embedding & { readonly handler: (request: Request) => Promise<Response> }> => {
   const { runtime, ...rest } = embedding(options)
-  const handler = HttpApp.toWebHandlerRuntime(await runtime.runtime())(app)
+  const withSettings = await runtime.runPromise(
+    honouringTraceRequests(Effect.runtime<ManagedRuntime.ManagedRuntime.Context<typeof runtime>>())
+  )
+  const handler = HttpApp.toWebHandlerRuntime(withSettings)(app)
   return { ...rest, handler: (request) => handler(request) }
 }
 
@@ -41,6 +57,6 @@ export const makeNodeListener = async <E>(
   options: SyllabusOptions<E>
 ): Promise<Embedding & { readonly listener: (req: IncomingMessage, res: ServerResponse) => void }> => {
   const { runtime, ...rest } = embedding(options)
-  const listener = await runtime.runPromise(NodeHttpServer.makeHandler(app))
+  const listener = await runtime.runPromise(honouringTraceRequests(NodeHttpServer.makeHandler(app)))
   return { ...rest, listener }
 }

@@ -31,7 +31,7 @@ import {
 } from "@syllabus/core"
 import { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Clock, Effect, Either, Schema } from "effect"
+import { Clock, Effect, Either, Schema, Stream } from "effect"
 import { errorBody } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
@@ -266,7 +266,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
 
       // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
       const handle = operation
-        .handler({ path: match.params, query, body: input, expectedRevision, raw: bodyStream(request) })
+        // The raw body stream is built only if the handler runs it (part uploads do).
+        .handler({ path: match.params, query, body: input, expectedRevision, raw: Stream.suspend(() => bodyStream(request)) })
         .pipe(Effect.provideService(Caller, caller))
       if (!isWrite(operation.method)) return yield* handle
       // A handler that owns its units of work (it also talks to file storage, which no

@@ -5,7 +5,7 @@ import { frozenCopy } from "./values.js"
 
 // Receipts live in the transactional state: `complete` joins the caller's unit of work.
 export const makeIdempotency = (store: Store): Idempotency["Type"] => {
-  const claim = Effect.fn("Idempotency.claim")(function* (
+  const claim = Effect.fnUntraced(function* (
     tenant: Tenant,
     key: string,
     attempt: ClaimAttempt
@@ -37,7 +37,7 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
     })
   })
 
-  const complete = Effect.fn("Idempotency.complete")(function* (
+  const complete = Effect.fnUntraced(function* (
     tenant: Tenant,
     key: string,
     token: string,
@@ -57,7 +57,7 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
     })
   })
 
-  const release = Effect.fn("Idempotency.release")(function* (tenant: Tenant, key: string, token: string) {
+  const release = Effect.fnUntraced(function* (tenant: Tenant, key: string, token: string) {
     const id = receiptKey(tenant, key)
     yield* store.write((state) => {
       const existing = Option.getOrUndefined(HashMap.get(state.receipts, id))

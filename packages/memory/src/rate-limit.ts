@@ -25,7 +25,7 @@ const sweep = (byKey: HashMap.HashMap<string, Counter>, windowStart: number): Ha
 export const makeRateLimitStore = Effect.gen(function* () {
   const counters = yield* Ref.make<Counters>({ byKey: HashMap.empty(), hits: 0 })
 
-  const hit = Effect.fn("RateLimitStore.hit")(function* (
+  const hit = Effect.fnUntraced(function* (
     checks: ReadonlyArray<RateCheck>,
     windowStart: number,
     windowMs: number,

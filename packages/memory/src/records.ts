@@ -84,11 +84,11 @@ const dropWhere = (state: State, remove: (bucket: Bucket, entry: Entry) => boole
 }
 
 export const makeRecords = (store: Store): Records["Type"] => {
-  const get = Effect.fn("Records.get")(function* (tenant: Tenant, type: string, id: string) {
+  const get = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {
     return lookup(yield* store.read, tenant, type, id)?.record
   })
 
-  const findUnique = Effect.fn("Records.findUnique")(function* (
+  const findUnique = Effect.fnUntraced(function* (
     tenant: Tenant | "global",
     type: string,
     key: { readonly name: string; readonly value: string }
@@ -100,7 +100,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return bucket === undefined ? undefined : Option.getOrUndefined(HashMap.get(bucket.rows, holder.id))?.record
   })
 
-  const insert = Effect.fn("Records.insert")(function* (
+  const insert = Effect.fnUntraced(function* (
     tenant: Tenant,
     type: string,
     id: string,
@@ -119,7 +119,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
     })
   })
 
-  const update = Effect.fn("Records.update")(function* (
+  const update = Effect.fnUntraced(function* (
     tenant: Tenant,
     type: string,
     id: string,
@@ -144,18 +144,18 @@ export const makeRecords = (store: Store): Records["Type"] => {
     })
   })
 
-  const remove = Effect.fn("Records.remove")(function* (tenant: Tenant, type: string, id: string) {
+  const remove = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {
     return yield* store.write((state) => {
       const current = lookup(state, tenant, type, id)
       return Either.right(current === undefined ? [false, state] as const : [true, drop(state, current)] as const)
     })
   })
 
-  const list = Effect.fn("Records.list")(function* (tenant: Tenant, type: string, query: ListQuery) {
+  const list = Effect.fnUntraced(function* (tenant: Tenant, type: string, query: ListQuery) {
     return Query.list(recordsOf(yield* store.read, tenant, type), query)
   })
 
-  const count = Effect.fn("Records.count")(function* (
+  const count = Effect.fnUntraced(function* (
     tenant: Tenant,
     type: string,
     where: ReadonlyArray<Where>,
@@ -164,7 +164,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return Query.count(recordsOf(yield* store.read, tenant, type), where, groupBy)
   })
 
-  const scan = Effect.fn("Records.scan")(function* (type: string, where: ReadonlyArray<Where>, limit: number) {
+  const scan = Effect.fnUntraced(function* (type: string, where: ReadonlyArray<Where>, limit: number) {
     const state = yield* store.read
     const found: Array<StoredRecord> = []
     for (const bucket of HashMap.values(state.buckets)) {
@@ -176,7 +176,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, Math.max(0, limit))
   })
 
-  const purge = Effect.fn("Records.purge")(function* (tenant: Tenant, keepTypes: ReadonlyArray<string>) {
+  const purge = Effect.fnUntraced(function* (tenant: Tenant, keepTypes: ReadonlyArray<string>) {
     return yield* store.write((state) =>
       Either.right(
         dropWhere(
@@ -190,7 +190,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
     )
   })
 
-  const prune = Effect.fn("Records.prune")(function* (type: string, field: string, before: string) {
+  const prune = Effect.fnUntraced(function* (type: string, field: string, before: string) {
     return yield* store.write((state) =>
       Either.right(
         dropWhere(state, (bucket, entry) => {

@@ -34,7 +34,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
   const receiptKey = (tenant: Tenant, key: string) =>
     sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND key = ${key}`
 
-  const claim = Effect.fn("PgIdempotency.claim")(function*(
+  const claim = Effect.fnUntraced(function*(
     tenant: Tenant,
     key: string,
     attempt: ClaimAttempt
@@ -64,7 +64,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
     return yield* new StoreUnavailable({ cause: new Error(`idempotency key ${key} could not be claimed or read`) })
   })
 
-  const complete = Effect.fn("PgIdempotency.complete")(function*(
+  const complete = Effect.fnUntraced(function*(
     tenant: Tenant,
     key: string,
     token: string,
@@ -75,7 +75,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
       WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
   })
 
-  const release = Effect.fn("PgIdempotency.release")(function*(tenant: Tenant, key: string, token: string) {
+  const release = Effect.fnUntraced(function*(tenant: Tenant, key: string, token: string) {
     yield* unavailable(sql`DELETE FROM idempotency_receipts WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
   })
 

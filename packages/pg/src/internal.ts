@@ -2,7 +2,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { type Environment, StoreUnavailable, type Tenant } from "@syllabus/core"
-import { Cause, Context, Effect, FiberRef, Option, type Scope } from "effect"
+import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
 
 /** The mutable state of one running unit of work, seen by every statement made inside it. */
 export interface UnitState {
@@ -17,6 +17,8 @@ export interface Pg {
   readonly run: <A, R>(self: Effect.Effect<A, SqlError, R>) => Effect.Effect<A, StoreUnavailable, R>
   /** A transaction of a store operation: joins the caller's unit of work (as a savepoint), if any. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreUnavailable, R>
+  /** An outermost SERIALIZABLE transaction (a savepoint inside one), begun in one statement. */
+  readonly serializable: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreUnavailable, R>
   /** Run outside of the caller's unit of work, on a connection of its own. */
   readonly detached: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The state of the unit of work the fiber runs in, if any. */
@@ -69,14 +71,33 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
       Effect.mapError((cause) => new StoreUnavailable({ cause }))
     )
 
-  const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R> =>
-    sql.withTransaction(effect).pipe(
+  // `sql.withTransaction` as the client builds it, but opening with
+  // `BEGIN ISOLATION LEVEL SERIALIZABLE`: one round trip instead of `BEGIN` then
+  // `SET TRANSACTION …`. It provides the client's `TransactionConnection`, so every statement
+  // and nested transaction inside joins it exactly as with `sql.withTransaction`.
+  const withSerializableTransaction = SqlClient.makeWithTransaction({
+    transactionTag: SqlClient.TransactionConnection,
+    spanAttributes: [],
+    acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
+      Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)),
+    begin: (conn) => conn.executeUnprepared("BEGIN ISOLATION LEVEL SERIALIZABLE", [], undefined),
+    savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
+    commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
+    rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
+    rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
+  })
+
+  const inTransaction = (withTransaction: typeof sql.withTransaction) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R> =>
+    withTransaction(effect).pipe(
       Effect.tapError((error) => error instanceof SqlError ? noteConflict(error) : Effect.void),
       Effect.mapError((error): E | StoreUnavailable =>
         error instanceof SqlError ? new StoreUnavailable({ cause: error }) : error
       ),
       commitFailures
     )
+  const transaction = inTransaction(sql.withTransaction)
+  const serializable = inTransaction(withSerializableTransaction)
 
   const detached = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     effect.pipe(
@@ -84,7 +105,7 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
       Effect.locally(unit, undefined)
     )
 
-  return { sql, run, transaction, detached, unit }
+  return { sql, run, transaction, serializable, detached, unit }
 })
 
 /** A bigint column read back: a string by default in `pg`, a number if the client parses it. */

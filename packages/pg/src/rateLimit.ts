@@ -19,7 +19,7 @@ export const makeRateLimitStore = (
   { detached, run: unavailable, sql, transaction }: Pg
 ): Context.Tag.Service<typeof RateLimitStore> => {
 
-  const hit = Effect.fn("PgRateLimitStore.hit")(function*(
+  const hit = Effect.fnUntraced(function*(
     checks: ReadonlyArray<RateCheck>,
     windowStart: number,
     windowMs: number,

@@ -172,12 +172,12 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
 
   // --- the port -------------------------------------------------------------------------------
 
-  const get = Effect.fn("PgRecords.get")(function*(tenant: Tenant, type: string, id: string) {
+  const get = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
     const rows = yield* unavailable(sql<RecordRow>`SELECT ${columns} FROM records WHERE ${recordKey(tenant, type, id)}`)
     return rows[0] === undefined ? undefined : toRecord(rows[0])
   })
 
-  const findUnique = Effect.fn("PgRecords.findUnique")(function*(
+  const findUnique = Effect.fnUntraced(function*(
     tenant: Tenant | "global",
     type: string,
     key: { readonly name: string; readonly value: string }
@@ -190,7 +190,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return rows[0] === undefined ? undefined : toRecord(rows[0])
   })
 
-  const insert = Effect.fn("PgRecords.insert")(function*(
+  const insert = Effect.fnUntraced(function*(
     tenant: Tenant,
     type: string,
     id: string,
@@ -211,7 +211,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return yield* transaction(Effect.tap(insertRow, () => addKeys(tenant, type, id, uniques)))
   })
 
-  const update = Effect.fn("PgRecords.update")(function*(
+  const update = Effect.fnUntraced(function*(
     tenant: Tenant,
     type: string,
     id: string,
@@ -251,13 +251,13 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     )
   })
 
-  const remove = Effect.fn("PgRecords.remove")(function*(tenant: Tenant, type: string, id: string) {
+  const remove = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
     // Its keys go with it (ON DELETE CASCADE).
     const rows = yield* unavailable(sql`DELETE FROM records WHERE ${recordKey(tenant, type, id)} RETURNING id`)
     return rows.length > 0
   })
 
-  const list = Effect.fn("PgRecords.list")(function*(tenant: Tenant, type: string, query: ListQuery) {
+  const list = Effect.fnUntraced(function*(tenant: Tenant, type: string, query: ListQuery) {
     yield* checkFields([...query.where.map((where) => where.field), query.sort.field])
     const conditions = [filter(tenant, type, query.where)]
     if (query.after !== undefined) conditions.push(afterCondition(query.sort, query.after))
@@ -269,7 +269,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return rows.map(toRecord)
   })
 
-  const scan = Effect.fn("PgRecords.scan")(function*(type: string, where: ReadonlyArray<Where>, limit: number) {
+  const scan = Effect.fnUntraced(function*(type: string, where: ReadonlyArray<Where>, limit: number) {
     yield* checkFields(where.map((w) => w.field))
     const rows = yield* unavailable(sql<RecordRow>`
       SELECT ${columns} FROM records
@@ -279,7 +279,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return rows.map(toRecord)
   })
 
-  const count = Effect.fn("PgRecords.count")(function*(
+  const count = Effect.fnUntraced(function*(
     tenant: Tenant,
     type: string,
     where: ReadonlyArray<Where>,
@@ -306,7 +306,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     }))
   })
 
-  const purge = Effect.fn("PgRecords.purge")(function*(tenant: Tenant, keepTypes: ReadonlyArray<string>) {
+  const purge = Effect.fnUntraced(function*(tenant: Tenant, keepTypes: ReadonlyArray<string>) {
     const rows = yield* unavailable(sql<{ readonly count: number }>`
       WITH removed AS (
         DELETE FROM records
@@ -318,7 +318,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  const prune = Effect.fn("PgRecords.prune")(function*(type: string, field: string, before: string) {
+  const prune = Effect.fnUntraced(function*(type: string, field: string, before: string) {
     yield* checkFields([field])
     const rows = yield* unavailable(sql<{ readonly count: number }>`
       WITH removed AS (

@@ -17,11 +17,11 @@ const maxAttempts = 30
  * lose a race (serialization failure, deadlock); it is then rolled back and run again, which
  * is safe because nothing of it was committed. Nested units join the outer one as savepoints.
  */
-const makeUnitOfWork = ({ run, sql, transaction, unit }: Pg): Context.Tag.Service<typeof UnitOfWork> => {
+const makeUnitOfWork = ({ serializable, transaction, unit }: Pg): Context.Tag.Service<typeof UnitOfWork> => {
   const once = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.suspend(() => {
       const state: UnitState = { conflict: false }
-      return transaction(Effect.zipRight(run(sql`SET TRANSACTION ISOLATION LEVEL SERIALIZABLE`), effect)).pipe(
+      return serializable(effect).pipe(
         Effect.locally(unit, state),
         Effect.exit,
         Effect.map((exit) => [exit, state] as const)

@@ -6,6 +6,7 @@
  *   syllabus-server create-account --name N --subdomain S --admin-email E --admin-name A --admin-password P
  */
 import { syllabusLayer, app } from "@syllabus/http"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -60,6 +61,8 @@ const program = Effect.gen(function* () {
 
   const seedDemo = values.demo || store.kind === "memory"
   const server = HttpServer.serve(app).pipe(
+    // No platform `http.server` span per request unless TRACE_REQUESTS asks for it.
+    HttpMiddleware.withTracerDisabledWhen(() => !config.traceRequests),
     Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
     Layer.provideMerge(services)
   )

@@ -68,7 +68,8 @@ export const credentialOperations = [
       Effect.gen(function* () {
         const caller = yield* Caller
         const now = yield* Clock.currentTimeMillis
-        const record = yield* loadCredential(caller.tenant, caller.credential.id)
+        // Authentication has just read this record: no need to read it again.
+        const record = caller.record ?? (yield* loadCredential(caller.tenant, caller.credential.id))
         const human = caller.human
           ? {
               admin_id: caller.human.adminId,
