@@ -10,6 +10,8 @@ export const ServerConfig = Config.all({
   rateLimits: Config.literal("on", "off")("RATE_LIMITS").pipe(Config.withDefault("on" as const)),
   storage: Config.literal("local", "memory")("FILE_STORAGE").pipe(Config.withDefault("local" as const)),
   storageDirectory: Config.string("STORAGE_DIR").pipe(Config.withDefault(".syllabus/files")),
+  /** Let production webhooks reach http and loopback receivers (local development only). */
+  allowLocalWebhooks: Config.boolean("ALLOW_LOCAL_WEBHOOKS").pipe(Config.withDefault(false)),
   docsUrl: Config.string("DOCS_URL").pipe(Config.withDefault("https://docs.syllabus.dev")),
   traceRequests: Config.boolean("TRACE_REQUESTS").pipe(Config.withDefault(false))
 })

@@ -39,6 +39,7 @@ const program = Effect.gen(function* () {
     storage: fileStorageLayer(config),
     ...(keys ? { keys } : {}),
     rateLimits: config.rateLimits,
+    allowLocalWebhooks: config.allowLocalWebhooks,
     settings: { docsUrl: config.docsUrl, traceRequests: config.traceRequests }
   })
 
