@@ -7,6 +7,7 @@
  * In this server every account signs in on the same origin (the account is the platform
  * chosen in the selector): "the account's own domain" of rule 5 is that choice.
  */
+import { FormBrowser } from "../support/browser.js"
 import { acceptedTotpCodes, type OpenedAccount } from "@syllabus/core"
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT, decodeJwt, decodeProtectedHeader } from "jose"
 import * as oauth from "oauth4webapi"
@@ -19,28 +20,6 @@ const PASSWORD = "correct horse battery"
 const hmacSha1 = (key: Uint8Array, message: Uint8Array) => new Uint8Array(createHmac("sha1", key).update(message).digest())
 const b64url = (bytes: Uint8Array | Buffer) => Buffer.from(bytes).toString("base64url")
 
-/** A browser: cookies kept per name, redirects not followed. */
-class Browser {
-  readonly cookies = new Map<string, string>()
-  constructor(readonly baseUrl: string) {}
-  async go(method: "GET" | "POST", path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = {}
-    if (this.cookies.size > 0) headers["cookie"] = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ")
-    if (form) headers["content-type"] = "application/x-www-form-urlencoded"
-    const res = await fetch(path.startsWith("http") ? path : this.baseUrl + path, {
-      method,
-      headers,
-      redirect: "manual",
-      ...(form ? { body: new URLSearchParams(form).toString() } : {})
-    })
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(";")
-      const at = pair!.indexOf("=")
-      this.cookies.set(pair!.slice(0, at), pair!.slice(at + 1))
-    }
-    return { status: res.status, location: res.headers.get("location"), html: await res.text(), headers: res.headers }
-  }
-}
 
 /** A hidden field's value in a page. */
 const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1]
@@ -52,7 +31,7 @@ interface FlowOptions {
   readonly totpSecret?: string
   readonly decision?: "approve" | "deny"
   readonly redirectUri?: string
-  readonly browser?: Browser
+  readonly browser?: FormBrowser
   readonly clockOffsetMs?: number
 }
 
@@ -65,7 +44,7 @@ const authorizeQuery = (params: Record<string, string>) => `/oauth/authorize?${n
 
 /** Drive the pages from the authorization request to the redirect back to the client. */
 const runFlow = async (h: Harness, options: FlowOptions) => {
-  const browser = options.browser ?? new Browser(h.baseUrl)
+  const browser = options.browser ?? new FormBrowser(h.baseUrl)
   const { verifier, challenge } = pkce()
   const state = b64url(randomBytes(12))
   const redirectUri = options.redirectUri ?? "http://127.0.0.1:49152/callback"
@@ -444,7 +423,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
         "http://192.168.1.5:50000/callback",
         "http://127.0.0.1/callback"
       ]) {
-        const page = await new Browser(h().baseUrl).go("GET", authorizeQuery({ ...base(), redirect_uri }))
+        const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery({ ...base(), redirect_uri }))
         expect(page.status, redirect_uri).toBe(401)
         expect(page.location, redirect_uri).toBeNull()
         expect(page.headers.get("content-type")).toContain("text/html")
@@ -452,13 +431,13 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("rule 1: http://[::1]:{port}/callback is accepted", async () => {
-      const page = await new Browser(h().baseUrl).go("GET", authorizeQuery({ ...base(), redirect_uri: "http://[::1]:50000/callback" }))
+      const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery({ ...base(), redirect_uri: "http://[::1]:50000/callback" }))
       expect(page.status).toBe(200)
       expect(page.html).toContain('name="platform"')
     })
 
     it("rule 2: an unknown client_id gets an error page and no redirect", async () => {
-      const page = await new Browser(h().baseUrl).go("GET", authorizeQuery({ ...base(), client_id: "someone-else" }))
+      const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery({ ...base(), client_id: "someone-else" }))
       expect(page.status).toBe(401)
       expect(page.location).toBeNull()
     })
@@ -466,7 +445,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     it("rule 3: PKCE missing, plain, or a malformed challenge redirects with error=invalid_request, state and iss", async () => {
       const { code_challenge: _, code_challenge_method: __, ...noPkce } = base()
       for (const query of [noPkce, { ...base(), code_challenge_method: "plain" }, { ...base(), code_challenge: "short" }]) {
-        const page = await new Browser(h().baseUrl).go("GET", authorizeQuery(query))
+        const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery(query))
         expect(page.status).toBe(303)
         const location = new URL(page.location!)
         expect(location.origin + location.pathname).toBe("http://127.0.0.1:50000/callback")
@@ -478,7 +457,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("rule 4: without platform, a selector form (no JavaScript) is shown", async () => {
-      const page = await new Browser(h().baseUrl).go("GET", authorizeQuery(base()))
+      const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery(base()))
       expect(page.status).toBe(200)
       expect(page.headers.get("content-type")).toContain("text/html")
       expect(page.html).toContain('<form method="get" action="/oauth/authorize">')
@@ -486,14 +465,14 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("rule 4: an address matching no account reopens the selector with an error", async () => {
-      const page = await new Browser(h().baseUrl).go("GET", authorizeQuery({ ...base(), platform: "no-such-school-xyz" }))
+      const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery({ ...base(), platform: "no-such-school-xyz" }))
       expect(page.status).toBe(200)
       expect(page.html).toContain('role="alert"')
       expect(page.html).toContain('name="platform"')
     })
 
     it("rule 4: a new platform shows a confirmation with the account name and address; the last one goes straight on", async () => {
-      const browser = new Browser(h().baseUrl)
+      const browser = new FormBrowser(h().baseUrl)
       const first = await browser.go("GET", authorizeQuery({ ...base(), platform: subdomain }))
       expect(first.html).toContain('action="/oauth/authorize/confirm"')
       expect(first.html).toContain(String(h().account.account.data.name))
@@ -509,7 +488,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("rule 5: a wrong password or TOTP code keeps the person on the page with an error", async () => {
-      const browser = new Browser(h().baseUrl)
+      const browser = new FormBrowser(h().baseUrl)
       browser.cookies.set("oauth_last_platform", subdomain)
       const signIn = await browser.go("GET", authorizeQuery({ ...base(), platform: subdomain }))
       const flow = field(signIn.html, "flow")!
@@ -524,7 +503,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("rule 5: five wrong passwords end the sign-in (password guessing)", async () => {
-      const browser = new Browser(h().baseUrl)
+      const browser = new FormBrowser(h().baseUrl)
       browser.cookies.set("oauth_last_platform", subdomain)
       const signIn = await browser.go("GET", authorizeQuery({ ...base(), platform: subdomain }))
       const flow = field(signIn.html, "flow")!
@@ -535,11 +514,11 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("rule 5: the flow belongs to the browser that started it", async () => {
-      const browser = new Browser(h().baseUrl)
+      const browser = new FormBrowser(h().baseUrl)
       browser.cookies.set("oauth_last_platform", subdomain)
       const signIn = await browser.go("GET", authorizeQuery({ ...base(), platform: subdomain }))
       const flow = field(signIn.html, "flow")!
-      const stranger = new Browser(h().baseUrl)
+      const stranger = new FormBrowser(h().baseUrl)
       const res = await stranger.go("POST", "/oauth/sign-in", { flow, email, password: PASSWORD })
       expect(res.status).toBe(400)
       expect(res.html).not.toContain('action="/oauth/two-factor"')
@@ -647,7 +626,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       }).toString()
 
       // The person in the browser: confirm the platform, sign in, the code, allow.
-      const browser = new Browser(h().baseUrl)
+      const browser = new FormBrowser(h().baseUrl)
       const confirmation = await browser.go("GET", url.toString())
       const confirmForm = Object.fromEntries([...confirmation.html.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!.replace(/&amp;/g, "&")]))
       const confirmed = await browser.go("POST", "/oauth/authorize/confirm", confirmForm)

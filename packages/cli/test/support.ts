@@ -2,6 +2,7 @@
  * Running the CLI inside a test: its own config directory, output captured, and a
  * browser (fetch with cookies) that goes through the sign-in pages as a person would.
  */
+import { FormBrowser } from "../../../test/support/browser.js"
 import { acceptedTotpCodes } from "@syllabus/core"
 import { Clock, Effect } from "effect"
 import { createHmac } from "node:crypto"
@@ -103,28 +104,6 @@ export const enrollTotp = async (h: Harness, secret: string, administratorId: st
   return totp
 }
 
-/** A browser: cookies kept per name, redirects not followed. */
-class Browser {
-  readonly cookies = new Map<string, string>()
-  constructor(readonly baseUrl: string) {}
-  async go(method: "GET" | "POST", path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = {}
-    if (this.cookies.size > 0) headers["cookie"] = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ")
-    if (form) headers["content-type"] = "application/x-www-form-urlencoded"
-    const res = await fetch(path.startsWith("http") ? path : this.baseUrl + path, {
-      method,
-      headers,
-      redirect: "manual",
-      ...(form ? { body: new URLSearchParams(form).toString() } : {})
-    })
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(";")
-      const at = pair!.indexOf("=")
-      this.cookies.set(pair!.slice(0, at), pair!.slice(at + 1))
-    }
-    return { status: res.status, location: res.headers.get("location"), html: await res.text() }
-  }
-}
 
 const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1]
 
@@ -140,7 +119,7 @@ export interface SignIn {
  * password, TOTP, consent. Answers the redirect (not yet followed).
  */
 export const signIn = async (h: Harness, authorizeUrl: string, person: SignIn): Promise<URL> => {
-  const browser = new Browser(h.baseUrl)
+  const browser = new FormBrowser(h.baseUrl)
   const url = new URL(authorizeUrl)
   let page = await browser.go("GET", authorizeUrl)
   if (page.html.includes('action="/oauth/authorize/confirm"')) {
