@@ -345,7 +345,10 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       stream = result.right.stream
     } else {
       const error = result.left
-      if (error.status >= 500) yield* Effect.logError("request failed", error.code, error.internal)
+      // A 503 for an unknown route is the client's doing, not an outage worth an error line.
+      if (error.status >= 500 && error.code !== "operation_not_catalogued") {
+        yield* Effect.logError("request failed", error.code, error.internal)
+      }
       status = error.status
       body = errorBody(error, state.requestId, language)
       extraHeaders = error.headers ?? {}
