@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Effect, Exit, type Layer, Stream } from "effect"
-import { FileStorage, PartTooLarge, SNIFF_BYTES, StorageUnavailable, type StoredPart } from "../../packages/core/src/storage.js"
+import { FileStorage, PartTooLarge, SNIFF_BYTES, StorageUnavailable, type StoredPart } from "@syllabus/core"
 
 /** A key shaped as the product makes them. */
 export const newKey = (): string => `acc_${randomUUID()}/production/fil_${randomUUID()}`
@@ -295,10 +295,12 @@ export const storageConformance = (name: string, storageLayer: Layer.Layer<FileS
         Effect.gen(function* () {
           const storage = yield* FileStorage
           const key = newKey()
-          const { uploadId } = yield* uploadParts(key, [bytes(100, 26)])
+          const { uploadId, stored } = yield* uploadParts(key, [bytes(100, 26)])
           yield* storage.abortUpload(key, uploadId)
-          yield* storage.abortUpload(key, uploadId)
-          yield* storage.abortUpload(newKey(), randomUUID())
+          expect(Exit.isSuccess(yield* Effect.exit(storage.abortUpload(key, uploadId)))).toBe(true)
+          expect(Exit.isSuccess(yield* Effect.exit(storage.abortUpload(newKey(), randomUUID())))).toBe(true)
+          // Repeating the abort brought nothing back.
+          expectUnavailable(yield* Effect.exit(storage.completeUpload(key, uploadId, stored)))
         }))
 
       it.effect("abort leaves the completed objects of the key alone", () =>
@@ -337,8 +339,9 @@ export const storageConformance = (name: string, storageLayer: Layer.Layer<FileS
           const { uploadId, stored } = yield* uploadParts(key, [bytes(100, 30)])
           yield* storage.completeUpload(key, uploadId, stored)
           yield* storage.deleteObject(key)
-          yield* storage.deleteObject(key)
-          yield* storage.deleteObject(newKey())
+          expect(Exit.isSuccess(yield* Effect.exit(storage.deleteObject(key)))).toBe(true)
+          expect(Exit.isSuccess(yield* Effect.exit(storage.deleteObject(newKey())))).toBe(true)
+          expectUnavailable(yield* Effect.exit(readAll(storage.readObject(key))))
         }))
 
       it.effect("an object can be read more than once", () =>

@@ -8,7 +8,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import { FileStorage, StorageUnavailable } from "../../packages/core/src/storage.js"
+import { FileStorage, StorageUnavailable } from "@syllabus/core"
 import { LocalFileStorage } from "../../packages/storage/src/index.js"
 import { bytes, chunked, newKey, readAll, storageConformance, uploadParts } from "./conformance.js"
 

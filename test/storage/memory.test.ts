@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
-import { FileStorage } from "../../packages/core/src/storage.js"
+import { FileStorage } from "@syllabus/core"
 import { MemoryFileStorage } from "../../packages/storage/src/index.js"
 import { newKey, readAll, storageConformance, uploadParts } from "./conformance.js"
 

@@ -21,7 +21,7 @@ import {
   UnitOfWork,
   type Where,
   type WindowCounts
-} from "../../packages/core/src/ports.js"
+} from "@syllabus/core"
 
 type Stores = Records | UnitOfWork | Idempotency | RateLimitStore
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
-import { Records, UnitOfWork } from "../../packages/core/src/ports.js"
+import { Records, UnitOfWork } from "@syllabus/core"
 import { MemoryStore } from "../../packages/memory/src/index.js"
 import { storeConformance } from "./conformance.js"
 

