@@ -8,6 +8,7 @@ import { createHash } from "node:crypto"
 import { createRequire } from "node:module"
 import { expect, it } from "vitest"
 import { eachStore, type Harness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 type Secret = string
 
@@ -135,8 +136,8 @@ eachStore("content: modules and lessons", (h) => {
     const { product, module } = await course(h())
     const other = await newProduct(h())
     expect((await api(h()).get(`/products/${product.id}/modules/${module.id}`)).status).toBe(200)
-    expect((await api(h()).get(`/products/${other.id}/modules/${module.id}`)).status).toBe(404)
-    expect((await api(h()).post(`/products/prd_000000001/modules`, { name: "x" })).status).toBe(404)
+    expectError(await api(h()).get(`/products/${other.id}/modules/${module.id}`), 404, "not_found")
+    expectError(await api(h()).post(`/products/prd_000000001/modules`, { name: "x" }), 404, "not_found")
   })
 
   it("PATCH of a module honours its ETag in If-Match; a stale one is 412 (§4.1)", async () => {
@@ -232,20 +233,18 @@ eachStore("content: modules and lessons", (h) => {
     const { product } = await course(h())
     const foreign = await course(h())
     const missing = await api(h()).post(`/products/${product.id}/lessons`, { name: "x" })
-    expect(missing.status).toBe(422)
+    expectError(missing, 422, "validation_failed", { field: "module_id", code: "required" })
     expect(missing.body.error.details).toEqual([expect.objectContaining({ field: "module_id", code: "required" })])
     const other = await api(h()).post(`/products/${product.id}/lessons`, { name: "x", module_id: foreign.module.id })
-    expect(other.status).toBe(422)
-    expect(other.body.error.details[0]).toMatchObject({ field: "module_id", reason: "not_found" })
+    expectError(other, 422, "validation_failed", { field: "module_id", reason: "not_found" })
     const malformed = await api(h()).post(`/products/${product.id}/lessons`, { name: "x", module_id: "mod_?" })
-    expect(malformed.body.error.details[0]).toMatchObject({ field: "module_id", code: "invalid" })
+    expectError(malformed, 422, "validation_failed", { field: "module_id", code: "invalid" })
   })
 
   it("exam_id must name an exam of the lesson's product (422); null clears it", async () => {
     const { lessonPath } = await course(h())
     const res = await api(h()).patch(lessonPath, { exam_id: "exm_000000001" })
-    expect(res.status).toBe(422)
-    expect(res.body.error.details[0]).toMatchObject({ field: "exam_id", reason: "not_found" })
+    expectError(res, 422, "validation_failed", { field: "exam_id", reason: "not_found" })
     expect((await api(h()).patch(lessonPath, { exam_id: null })).body.data.exam_id).toBeNull()
   })
 
@@ -254,9 +253,8 @@ eachStore("content: modules and lessons", (h) => {
     const quiz = await newLesson(h(), product.id, module.id, { kind: "quiz" })
     expect(quiz.kind).toBe("quiz")
     const res = await api(h()).patch(`/products/${product.id}/lessons/${quiz.id}`, { kind: "standard" })
-    expect(res.status).toBe(422)
-    expect(res.body.error.code).toBe("unknown_field")
-    expect((await api(h()).post(`/products/${product.id}/lessons`, { name: "x", module_id: module.id, kind: "podcast" })).status).toBe(422)
+    expectError(res, 422, "unknown_field", { field: "kind", code: "unknown_field" })
+    expectError(await api(h()).post(`/products/${product.id}/lessons`, { name: "x", module_id: module.id, kind: "podcast" }), 422, "validation_failed", { field: "kind" })
   })
 
   it("lesson positions are dense within the module; the module's lessons_count follows creates, moves and the trash", async () => {
@@ -291,7 +289,7 @@ eachStore("content: modules and lessons", (h) => {
     const moved = await api(h()).patch(source.lessonPath, { module_id: target.module.id })
     expect(moved.status).toBe(200)
     expect(moved.body.data).toMatchObject({ product_id: target.product.id, module_id: target.module.id, position: 2 })
-    expect((await api(h()).get(source.lessonPath)).status).toBe(404)
+    expectError(await api(h()).get(source.lessonPath), 404, "not_found")
     expect((await api(h()).get(`/products/${target.product.id}/lessons/${source.lesson.id}`)).status).toBe(200)
     expect((await api(h()).get(`/products/${target.product.id}`)).body.data.lessons_count).toBe(2)
     expect((await api(h()).get(`/products/${source.product.id}`)).body.data.lessons_count).toBe(0)
@@ -322,7 +320,7 @@ eachStore("content: modules and lessons", (h) => {
     expect(renamed.status).toBe(403)
     expect(renamed.body.error.code).toBe("replica_readonly")
     expect((await api(h()).patch(lessonPath, { status: "published" })).body.data.status).toBe("published")
-    expect((await api(h()).del(lessonPath)).status).toBe(403)
+    expectError(await api(h()).del(lessonPath), 403, "replica_readonly")
   })
 
   it("a trashed lesson whose module is gone is restored only into another module (422 module_id)", async () => {
@@ -330,8 +328,7 @@ eachStore("content: modules and lessons", (h) => {
     await api(h()).del(lessonPath)
     await api(h()).del(`/products/${product.id}/modules/${module.id}`)
     const refused = await api(h()).patch(lessonPath, { deleted: false })
-    expect(refused.status).toBe(422)
-    expect(refused.body.error.details[0]).toMatchObject({ field: "module_id", reason: "not_found" })
+    expectError(refused, 422, "validation_failed", { field: "module_id", reason: "not_found" })
     const other = await newModule(h(), product.id)
     const restored = await api(h()).patch(lessonPath, { deleted: false, module_id: other.id })
     expect(restored.status).toBe(200)
@@ -429,7 +426,7 @@ eachStore("content: lesson content and attachments", (h) => {
     const refused = await api(h()).put(content(lessonPath), {
       body: { blocks: [{ type: "embed", url: "https://evil.example.com/x" }, { type: "embed" }] }
     })
-    expect(refused.status).toBe(422)
+    expectError(refused, 422, "validation_failed", { field: "body.blocks[0].url", reason: "embed_provider_unrecognized" })
     expect(refused.body.error.details.map((d: { field: string; code: string }) => [d.field, d.code])).toEqual([
       ["body.blocks[0].url", "invalid_value"],
       ["body.blocks[1].url", "required"]
@@ -441,14 +438,13 @@ eachStore("content: lesson content and attachments", (h) => {
     })
     expect(accepted.status).toBe(200)
     const embed = await api(h()).put(content(lessonPath), { body: { blocks: [] }, embed: { url: "https://unknown.example.org/v" } })
-    expect(embed.body.error.details[0]).toMatchObject({ field: "embed.url", reason: "embed_provider_unrecognized" })
+    expectError(embed, 422, "validation_failed", { field: "embed.url", reason: "embed_provider_unrecognized" })
   })
 
   it("a video's URL must be of its provider (422 video.url)", async () => {
     const { lessonPath } = await course(h())
     const res = await api(h()).put(content(lessonPath), { body: { blocks: [] }, video: { provider: "vimeo", url: "https://www.youtube.com/watch?v=1" } })
-    expect(res.status).toBe(422)
-    expect(res.body.error.details[0]).toMatchObject({ field: "video.url", reason: "provider_mismatch" })
+    expectError(res, 422, "validation_failed", { field: "video.url", reason: "provider_mismatch" })
   })
 
   it("quiz lessons accept no video (422 on video)", async () => {
@@ -456,7 +452,7 @@ eachStore("content: lesson content and attachments", (h) => {
     const quiz = await newLesson(h(), product.id, module.id, { kind: "quiz" })
     const path = content(`/products/${product.id}/lessons/${quiz.id}`)
     const res = await api(h()).put(path, { body: { blocks: [] }, video: { provider: "youtube", url: "https://youtu.be/x" } })
-    expect(res.status).toBe(422)
+    expectError(res, 422, "validation_failed", { field: "video", code: "not_allowed", reason: "quiz_lesson" })
     expect(res.body.error.details).toEqual([expect.objectContaining({ field: "video", code: "not_allowed", reason: "quiz_lesson" })])
     expect((await api(h()).put(path, { body: { blocks: [paragraph("Question 1")] } })).status).toBe(200)
   })
@@ -493,8 +489,7 @@ eachStore("content: lesson content and attachments", (h) => {
     expect(big.status).toBe(413)
     expect(big.body.error.code).toBe("payload_too_large")
     const many = await api(h()).put(content(lessonPath), { body: { blocks: Array.from({ length: 1001 }, () => ({ type: "divider" })) } })
-    expect(many.status).toBe(422)
-    expect(many.body.error.details[0]).toMatchObject({ field: "body.blocks", code: "too_many_items" })
+    expectError(many, 422, "too_many_items", { field: "body.blocks", code: "too_many_items" })
   })
 
   it("a file in a block must be a file of the account (422 on the block's file)", async () => {
@@ -503,15 +498,13 @@ eachStore("content: lesson content and attachments", (h) => {
     const ok = await api(h()).put(content(lessonPath), { body: { blocks: [{ type: "image", file: image, caption: "A" }] } })
     expect(ok.status).toBe(200)
     const missing = await api(h()).put(content(lessonPath), { body: { blocks: [paragraph("x"), { type: "image", file: "fil_000000001" }] } })
-    expect(missing.status).toBe(422)
-    expect(missing.body.error.details[0]).toMatchObject({ field: "body.blocks[1].file", reason: "not_found" })
+    expectError(missing, 422, "validation_failed", { field: "body.blocks[1].file", reason: "not_found" })
   })
 
   it("a block field outside the block schema is 422 unknown_field", async () => {
     const { lessonPath } = await course(h())
     const res = await api(h()).put(content(lessonPath), { body: { blocks: [{ type: "paragraph", text: "x", color: "red" }] } })
-    expect(res.status).toBe(422)
-    expect(res.body.error.details[0]).toMatchObject({ field: "body.blocks[0].color", code: "unknown_field" })
+    expectError(res, 422, "unknown_field", { field: "body.blocks[0].color", code: "unknown_field" })
   })
 
   // -------------------------------------------------------------------------------------
@@ -533,7 +526,7 @@ eachStore("content: lesson content and attachments", (h) => {
     expect(second.body.data[0].id).toBe(map.id)
     const listed = await api(h()).get(`${lessonPath}/attachments`)
     expect(listed.body.data).toEqual(second.body.data)
-    expect((await api(h()).get(`${lessonPath}/attachments/${slides.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`${lessonPath}/attachments/${slides.id}`), 404, "not_found")
     const one = await api(h()).get(`${lessonPath}/attachments/${map.id}`)
     expect(one.body.data.name).toBe("Map v2")
     expect(one.headers.get("etag")).toBe(`W/"attachment:${map.id}:${one.body.data.revision}"`)
@@ -560,17 +553,16 @@ eachStore("content: lesson content and attachments", (h) => {
     const etag = (await api(h()).get(lessonPath)).headers.get("etag")!
     await api(h()).put(content(lessonPath), { body: { blocks: [paragraph("x")] } })
     const stale = await api(h()).put(`${lessonPath}/attachments`, { attachments: [] }, { "if-match": etag })
-    expect(stale.status).toBe(412)
+    expectError(stale, 412, "revision_mismatch")
   })
 
   it("an attachment's file is a file of the account of purpose document, pdf or image (422 on the item)", async () => {
     const { lessonPath } = await course(h())
     const editorFile = await upload(h(), "editor")
     const res = await api(h()).put(`${lessonPath}/attachments`, { attachments: [{ name: "x", file: editorFile }] })
-    expect(res.status).toBe(422)
-    expect(res.body.error.details[0]).toMatchObject({ field: "attachments[0].file", reason: "purpose_mismatch" })
+    expectError(res, 422, "validation_failed", { field: "attachments[0].file", reason: "purpose_mismatch" })
     const missing = await api(h()).put(`${lessonPath}/attachments`, { attachments: [{ name: "x", file: "fil_000000001" }] })
-    expect(missing.body.error.details[0]).toMatchObject({ field: "attachments[0].file", reason: "not_found" })
+    expectError(missing, 422, "validation_failed", { field: "attachments[0].file", reason: "not_found" })
   })
 
   it("an id in the set must be an attachment of this lesson, once (422 on the item)", async () => {
@@ -579,12 +571,11 @@ eachStore("content: lesson content and attachments", (h) => {
     const pdf = await upload(h(), "pdf", "pdf")
     const theirs = (await api(h()).put(`${two.lessonPath}/attachments`, { attachments: [{ name: "x", file: pdf }] })).body.data[0]
     const foreign = await api(h()).put(`${one.lessonPath}/attachments`, { attachments: [{ id: theirs.id, name: "x", file: pdf }] })
-    expect(foreign.status).toBe(422)
-    expect(foreign.body.error.details[0]).toMatchObject({ field: "attachments[0].id", reason: "not_found" })
+    expectError(foreign, 422, "validation_failed", { field: "attachments[0].id", reason: "not_found" })
     const twice = await api(h()).put(`${two.lessonPath}/attachments`, {
       attachments: [{ id: theirs.id, name: "x", file: pdf }, { id: theirs.id, name: "y", file: pdf }]
     })
-    expect(twice.body.error.details[0]).toMatchObject({ field: "attachments[1].id", reason: "duplicate" })
+    expectError(twice, 422, "validation_failed", { field: "attachments[1].id", reason: "duplicate" })
   })
 
   it("a replicated lesson's attachments are read-only (403 replica_readonly)", async () => {
@@ -619,9 +610,9 @@ eachStore("content: lesson content and attachments", (h) => {
   it("content and attachments of a trashed lesson are 404", async () => {
     const { lessonPath } = await course(h())
     await api(h()).del(lessonPath)
-    expect((await api(h()).get(content(lessonPath))).status).toBe(404)
-    expect((await api(h()).put(content(lessonPath), { body: { blocks: [] } })).status).toBe(404)
-    expect((await api(h()).get(`${lessonPath}/attachments`)).status).toBe(404)
+    expectError(await api(h()).get(content(lessonPath)), 404, "not_found")
+    expectError(await api(h()).put(content(lessonPath), { body: { blocks: [] } }), 404, "not_found")
+    expectError(await api(h()).get(`${lessonPath}/attachments`), 404, "not_found")
   })
 })
 
@@ -697,10 +688,10 @@ eachStore("content: module publication and lesson copies", (h) => {
 
   it("publishing a missing or trashed module is 404", async () => {
     const { product, module, lessonPath } = await course(h())
-    expect((await publish(product.id, "mod_000000001")).status).toBe(404)
+    expectError(await publish(product.id, "mod_000000001"), 404, "not_found")
     await api(h()).del(lessonPath)
     await api(h()).del(`/products/${product.id}/modules/${module.id}`)
-    expect((await publish(product.id, module.id)).status).toBe(404)
+    expectError(await publish(product.id, module.id), 404, "not_found")
   })
 
   const copyOf = async (op: { id: string }) => {
@@ -738,11 +729,9 @@ eachStore("content: module publication and lesson copies", (h) => {
     expect((await api(h()).get(`/products/${source.product.id}/lessons/${await copyOf(same.body.data)}`)).body.data.module_id).toBe(source.module.id)
     const target = await course(h())
     const unnamed = await api(h()).post(`${source.lessonPath}/copies`, { target_product_id: target.product.id })
-    expect(unnamed.status).toBe(422)
-    expect(unnamed.body.error.details[0]).toMatchObject({ field: "target_module_id", code: "required" })
+    expectError(unnamed, 422, "validation_failed", { field: "target_module_id", code: "required" })
     const wrong = await api(h()).post(`${source.lessonPath}/copies`, { target_product_id: target.product.id, target_module_id: source.module.id })
-    expect(wrong.status).toBe(422)
-    expect(wrong.body.error.details[0]).toMatchObject({ field: "target_module_id", reason: "not_found" })
+    expectError(wrong, 422, "validation_failed", { field: "target_module_id", reason: "not_found" })
   })
 
   it("a copy needs lessons.create on the destination product (403 permission_denied)", async () => {
@@ -759,7 +748,7 @@ eachStore("content: module publication and lesson copies", (h) => {
     ])
     expect((await api(h(), both).post(`${source.lessonPath}/copies`, body)).status).toBe(202)
     const readOnly = await credential(h(), [{ capabilities: ["lessons.read"] }])
-    expect((await api(h(), readOnly).post(`${source.lessonPath}/copies`, body)).status).toBe(403)
+    expectError(await api(h(), readOnly).post(`${source.lessonPath}/copies`, body), 403, "permission_denied")
   })
 
   it("a lesson outside the caller's lessons.read scope cannot be copied (404)", async () => {
@@ -767,7 +756,7 @@ eachStore("content: module publication and lesson copies", (h) => {
     const target = await course(h())
     const targetOnly = await credential(h(), [{ capabilities: ["lessons.read", "lessons.create"], resources: [target.product.id] }])
     const res = await api(h(), targetOnly).post(`${source.lessonPath}/copies`, { target_product_id: target.product.id, target_module_id: target.module.id })
-    expect(res.status).toBe(404)
+    expectError(res, 404, "not_found")
   })
 
   it("a replicated lesson cannot be copied (403 replica_readonly)", async () => {
@@ -790,11 +779,10 @@ eachStore("content: module publication and lesson copies", (h) => {
   it("the destination product must exist (422 target_product_id); copy bodies are strict", async () => {
     const source = await course(h())
     const missing = await api(h()).post(`${source.lessonPath}/copies`, { target_product_id: "prd_000000001", target_module_id: source.module.id })
-    expect(missing.status).toBe(422)
-    expect(missing.body.error.details[0]).toMatchObject({ field: "target_product_id", reason: "not_found" })
+    expectError(missing, 422, "validation_failed", { field: "target_product_id", reason: "not_found" })
     const absent = await api(h()).post(`${source.lessonPath}/copies`, {})
-    expect(absent.body.error.details[0]).toMatchObject({ field: "target_product_id", code: "required" })
+    expectError(absent, 422, "validation_failed", { field: "target_product_id", code: "required" })
     const unknown = await api(h()).post(`${source.lessonPath}/copies`, { target_product_id: source.product.id, status: "published" })
-    expect(unknown.body.error.code).toBe("unknown_field")
+    expectError(unknown, 422, "unknown_field", { field: "status", code: "unknown_field" })
   })
 })

@@ -6,6 +6,7 @@
 import { EventSource } from "eventsource"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { eachStore, type Harness, startHarness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const KEEP_ALIVE_MS = 400
 const DAY = 24 * 3600 * 1000
@@ -267,12 +268,12 @@ eachStore(
       const res = await h().request("DELETE", `/api/v3/event-streams/${id}`, { secret: h().live })
       expect(res.status).toBe(204)
       expect(res.text).toBe("")
-      expect((await h().request("GET", `/api/v3/event-streams/${id}`, { secret: h().live })).status).toBe(404)
+      expectError(await h().request("GET", `/api/v3/event-streams/${id}`, { secret: h().live }), 404, "not_found")
     })
 
     it("a stream of the sandbox is not found with a production credential (404)", async () => {
       const id = (await createStream(h(), {}, h().test)).body.data.id
-      expect((await h().request("GET", `/api/v3/event-streams/${id}`, { secret: h().live })).status).toBe(404)
+      expectError(await h().request("GET", `/api/v3/event-streams/${id}`, { secret: h().live }), 404, "not_found")
     })
 
     it("an EventSource client receives the events in the order and with the payloads of GET /events (§6)", async () => {

@@ -1,6 +1,7 @@
 /** The public events collection and its catalog (§6, open-points "Events and webhooks"). */
 import { expect, it } from "vitest"
 import { eachStore, type Harness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const DAY = 24 * 3600 * 1000
 const get = (h: Harness, path: string, secret = h.live) => h.request("GET", `/api/v3${path}`, { secret })
@@ -80,7 +81,7 @@ eachStore("events past retention", (h) => {
     expect((await get(h(), `/events/${oldest}`)).status).toBe(200)
     // Two hours on, the cursor is still fresh (24 h) but its event is no longer kept.
     h().advance(2 * 3600_000)
-    expect((await get(h(), `/events/${oldest}`)).status).toBe(404)
+    expectError(await get(h(), `/events/${oldest}`), 404, "not_found")
     const expired = await get(h(), `/events?type=tag_group.created&sort=created_at&limit=1&cursor=${encodeURIComponent(cursor)}`)
     expect(expired.status).toBe(410)
     expect(expired.body.error.code).toBe("cursor_expired")

@@ -14,6 +14,7 @@ import * as oauth from "oauth4webapi"
 import { createHash, createHmac, randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eachStore, type Harness, startHarness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const CLIENT = "service-cli"
 const PASSWORD = "correct horse battery"
@@ -80,6 +81,24 @@ const postForm = async (h: Harness, path: string, form: Record<string, string>) 
   })
   const text = await res.text()
   return { status: res.status, body: text === "" ? undefined : JSON.parse(text), headers: res.headers }
+}
+
+/**
+ * An error of the token endpoint is not the API's envelope but RFC 6749 §5.2: a JSON object
+ * whose `error` is the OAuth error code (and `error_description` optional text).
+ */
+const expectOAuthError = (res: { status: number; body: any; headers: Headers }, status: number, error: string) => {
+  expect({ status: res.status, error: res.body?.error }, JSON.stringify(res.body)).toEqual({ status, error })
+  expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
+  if (res.body.error_description !== undefined) expect(typeof res.body.error_description).toBe("string")
+}
+
+/** An authorization page answering an error: HTML, no redirect, and the page says what went wrong (`role="alert"`). */
+const expectErrorPage = (page: { status: number; location: string | null; html: string; headers: Headers }, status: number, why?: string) => {
+  expect(page.status, why).toBe(status)
+  expect(page.location, why).toBeNull()
+  expect(page.headers.get("content-type") ?? "", why).toContain("text/html")
+  expect(page.html, why).toContain('role="alert"')
 }
 
 const exchange = (h: Harness, code: string, verifier: string, redirectUri = "http://127.0.0.1:49152/callback") =>
@@ -231,9 +250,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     }
 
     const expectInvalid = async (token: string) => {
-      const res = await asHuman(h(), h().live, token)
-      expect(res.status).toBe(401)
-      expect(res.body.error.code).toBe("invalid_access_token")
+      expectError(await asHuman(h(), h().live, token), 401, "invalid_access_token")
     }
 
     it("control: a token re-signed unchanged by a published key is accepted (so the attacks below are real)", async () => {
@@ -311,10 +328,9 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     it("a code is single-use: a replay is invalid_grant and revokes what it issued", async () => {
       const tokens = await login()
       const replay = await exchange(h(), tokens.code, tokens.flow.verifier)
-      expect(replay.status).toBe(400)
-      expect(replay.body.error).toBe("invalid_grant")
-      expect((await asHuman(h(), h().live, tokens.access_token)).body.error.code).toBe("invalid_access_token")
-      expect((await refresh(h(), tokens.refresh_token)).body.error).toBe("invalid_grant")
+      expectOAuthError(replay, 400, "invalid_grant")
+      expectError(await asHuman(h(), h().live, tokens.access_token), 401, "invalid_access_token")
+      expectOAuthError(await refresh(h(), tokens.refresh_token), 400, "invalid_grant")
     })
 
     it("a code expires 10 minutes after issue", async () => {
@@ -322,8 +338,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       h().advance(10 * 60_000 + 1000)
       try {
         const res = await exchange(h(), flow.location.searchParams.get("code")!, flow.verifier)
-        expect(res.status).toBe(400)
-        expect(res.body.error).toBe("invalid_grant")
+        expectOAuthError(res, 400, "invalid_grant")
       } finally {
         h().advance(-(10 * 60_000 + 1000))
       }
@@ -332,7 +347,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     it("a code is bound to its redirect_uri", async () => {
       const flow = await runFlow(h(), { platform: subdomain, email, totpSecret: totp })
       const res = await exchange(h(), flow.location.searchParams.get("code")!, flow.verifier, "http://127.0.0.1:49153/callback")
-      expect(res.body.error).toBe("invalid_grant")
+      expectOAuthError(res, 400, "invalid_grant")
     })
 
     it("a code is bound to the PKCE verifier: another verifier, or one of wrong length or characters, is refused", async () => {
@@ -340,8 +355,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       const code = flow.location.searchParams.get("code")!
       for (const verifier of [pkce().verifier, flow.verifier.slice(0, 42), flow.verifier + "!", "a".repeat(129)]) {
         const res = await exchange(h(), code, verifier)
-        expect(res.status).toBe(400)
-        expect(res.body.error).toBe("invalid_grant")
+        expectOAuthError(res, 400, "invalid_grant")
       }
       expect((await exchange(h(), code, flow.verifier)).status).toBe(200)
     })
@@ -359,25 +373,24 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       const tokens = await login()
       const second = (await refresh(h(), tokens.refresh_token)).body
       const reuse = await refresh(h(), tokens.refresh_token)
-      expect(reuse.status).toBe(400)
-      expect(reuse.body.error).toBe("invalid_grant")
-      expect((await asHuman(h(), h().live, second.access_token)).body.error.code).toBe("invalid_access_token")
-      expect((await refresh(h(), second.refresh_token)).body.error).toBe("invalid_grant")
+      expectOAuthError(reuse, 400, "invalid_grant")
+      expectError(await asHuman(h(), h().live, second.access_token), 401, "invalid_access_token")
+      expectOAuthError(await refresh(h(), second.refresh_token), 400, "invalid_grant")
     })
 
     it("two concurrent refreshes with one token: one wins, and the family is revoked", async () => {
       const tokens = await login()
       const results = await Promise.all([refresh(h(), tokens.refresh_token), refresh(h(), tokens.refresh_token)])
       expect(results.map((r) => r.status).sort()).toEqual([200, 400])
+      expectOAuthError(results.find((r) => r.status !== 200)!, 400, "invalid_grant")
       const winner = results.find((r) => r.status === 200)!.body
-      expect((await asHuman(h(), h().live, winner.access_token)).body.error.code).toBe("invalid_access_token")
-      expect((await refresh(h(), winner.refresh_token)).body.error).toBe("invalid_grant")
+      expectError(await asHuman(h(), h().live, winner.access_token), 401, "invalid_access_token")
+      expectOAuthError(await refresh(h(), winner.refresh_token), 400, "invalid_grant")
     })
 
     it("an unknown client_id is invalid_client", async () => {
       const res = await postForm(h(), "/oauth/token", { grant_type: "refresh_token", client_id: "other", refresh_token: "x" })
-      expect(res.status).toBe(401)
-      expect(res.body.error).toBe("invalid_client")
+      expectOAuthError(res, 401, "invalid_client")
     })
   })
 
@@ -390,13 +403,13 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     it("revoking the refresh token revokes its access token", async () => {
       const tokens = await login()
       expect((await revoke(h(), tokens.refresh_token)).status).toBe(200)
-      expect((await asHuman(h(), h().live, tokens.access_token)).body.error.code).toBe("invalid_access_token")
+      expectError(await asHuman(h(), h().live, tokens.access_token), 401, "invalid_access_token")
     })
 
     it("revoking the access token revokes its refresh token", async () => {
       const tokens = await login()
       expect((await revoke(h(), tokens.access_token)).status).toBe(200)
-      expect((await refresh(h(), tokens.refresh_token)).body.error).toBe("invalid_grant")
+      expectOAuthError(await refresh(h(), tokens.refresh_token), 400, "invalid_grant")
     })
   })
 
@@ -424,9 +437,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
         "http://127.0.0.1/callback"
       ]) {
         const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery({ ...base(), redirect_uri }))
-        expect(page.status, redirect_uri).toBe(401)
-        expect(page.location, redirect_uri).toBeNull()
-        expect(page.headers.get("content-type")).toContain("text/html")
+        expectErrorPage(page, 401, redirect_uri)
       }
     })
 
@@ -438,8 +449,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
 
     it("rule 2: an unknown client_id gets an error page and no redirect", async () => {
       const page = await new FormBrowser(h().baseUrl).go("GET", authorizeQuery({ ...base(), client_id: "someone-else" }))
-      expect(page.status).toBe(401)
-      expect(page.location).toBeNull()
+      expectErrorPage(page, 401)
     })
 
     it("rule 3: PKCE missing, plain, or a malformed challenge redirects with error=invalid_request, state and iss", async () => {
@@ -493,13 +503,13 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       const signIn = await browser.go("GET", authorizeQuery({ ...base(), platform: subdomain }))
       const flow = field(signIn.html, "flow")!
       const wrong = await browser.go("POST", "/oauth/sign-in", { flow, email, password: "not the password" })
-      expect(wrong.status).toBe(401)
-      expect(wrong.html).toContain('role="alert"')
+      expectErrorPage(wrong, 401)
+      expect(wrong.html).toContain('action="/oauth/sign-in"')
       const second = await browser.go("POST", "/oauth/sign-in", { flow, email, password: PASSWORD })
       expect(second.html).toContain('action="/oauth/two-factor"')
       const badCode = await browser.go("POST", "/oauth/two-factor", { flow, code: "000000" === acceptedTotpCodes(hmacSha1, totp, Date.now())[1] ? "111111" : "000000" })
-      expect(badCode.status).toBe(401)
-      expect(badCode.html).toContain('role="alert"')
+      expectErrorPage(badCode, 401)
+      expect(badCode.html).toContain('action="/oauth/two-factor"')
     })
 
     it("rule 5: five wrong passwords end the sign-in (password guessing)", async () => {
@@ -510,7 +520,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       for (let i = 0; i < 5; i++) await browser.go("POST", "/oauth/sign-in", { flow, email, password: `guess ${i}` })
       const right = await browser.go("POST", "/oauth/sign-in", { flow, email, password: PASSWORD })
       expect(right.html).not.toContain('action="/oauth/two-factor"')
-      expect(right.status).toBe(400)
+      expectErrorPage(right, 400)
     })
 
     it("rule 5: the flow belongs to the browser that started it", async () => {
@@ -520,7 +530,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       const flow = field(signIn.html, "flow")!
       const stranger = new FormBrowser(h().baseUrl)
       const res = await stranger.go("POST", "/oauth/sign-in", { flow, email, password: PASSWORD })
-      expect(res.status).toBe(400)
+      expectErrorPage(res, 400)
       expect(res.html).not.toContain('action="/oauth/two-factor"')
     })
 

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto"
 import { expect, it } from "vitest"
 import { eachStore, type Harness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 type Product = { id: string; name: string; position: number; status: string; revision: string; [key: string]: unknown }
 
@@ -117,7 +118,7 @@ eachStore("products", (h) => {
 
   it("format, name and showcase_id are required; format is an enum; status cannot be sent on create (§4.3)", async () => {
     const missing = await api(h()).post("/products", {})
-    expect(missing.status).toBe(422)
+    expectError(missing, 422, "validation_failed", { field: "format", code: "required" })
     expect(missing.body.error.details.map((d: { field: string; code: string }) => [d.field, d.code]).sort()).toEqual([
       ["format", "required"],
       ["name", "required"],
@@ -125,8 +126,7 @@ eachStore("products", (h) => {
     ])
     const showcaseId = await newShowcase(h())
     const badFormat = await api(h()).post("/products", { format: "podcast", name: "X", showcase_id: showcaseId })
-    expect(badFormat.status).toBe(422)
-    expect(badFormat.body.error.details[0]).toMatchObject({ field: "format", code: "invalid_value" })
+    expectError(badFormat, 422, "validation_failed", { field: "format", code: "invalid_value" })
     const withStatus = await api(h()).post("/products", { format: "blog", name: "X", showcase_id: showcaseId, status: "published" })
     expect(withStatus.status).toBe(422)
     expect(withStatus.body.error.code).toBe("unknown_field")
@@ -134,20 +134,16 @@ eachStore("products", (h) => {
 
   it("the showcase must exist in the account: malformed is `invalid`, unknown or trashed is 422 on showcase_id", async () => {
     const malformed = await api(h()).post("/products", { format: "course", name: "X", showcase_id: "shw_?" })
-    expect(malformed.status).toBe(422)
-    expect(malformed.body.error.details[0]).toMatchObject({ field: "showcase_id", code: "invalid" })
+    expectError(malformed, 422, "validation_failed", { field: "showcase_id", code: "invalid" })
     const unknown = await api(h()).post("/products", { format: "course", name: "X", showcase_id: "shw_000000001" })
-    expect(unknown.status).toBe(422)
-    expect(unknown.body.error.details[0]).toMatchObject({ field: "showcase_id", reason: "not_found" })
+    expectError(unknown, 422, "validation_failed", { field: "showcase_id", reason: "not_found" })
     const sandboxShowcase = await newShowcase(h(), h().test)
     const foreign = await api(h()).post("/products", { format: "course", name: "X", showcase_id: sandboxShowcase })
-    expect(foreign.status).toBe(422)
-    expect(foreign.body.error.details[0]).toMatchObject({ field: "showcase_id", reason: "not_found" })
+    expectError(foreign, 422, "validation_failed", { field: "showcase_id", reason: "not_found" })
     const trashed = await newShowcase(h())
     await api(h()).del(`/showcases/${trashed}`)
     const onTrashed = await api(h()).post("/products", { format: "course", name: "X", showcase_id: trashed })
-    expect(onTrashed.status).toBe(422)
-    expect(onTrashed.body.error.details[0]).toMatchObject({ field: "showcase_id", reason: "not_found" })
+    expectError(onTrashed, 422, "validation_failed", { field: "showcase_id", reason: "not_found" })
   })
 
   it("external_id is unique among non-trashed products: 409 already_exists on external_id; trashing frees it (§4.3)", async () => {
@@ -159,15 +155,13 @@ eachStore("products", (h) => {
     expect(duplicate.body.error).toMatchObject({ code: "already_exists", details: [{ field: "external_id", code: "already_exists" }] })
     const other = await newProduct(h(), showcaseId)
     const patched = await api(h()).patch(`/products/${other.id}`, { external_id: externalId })
-    expect(patched.status).toBe(409)
-    expect(patched.body.error.details[0].field).toBe("external_id")
+    expectError(patched, 409, "already_exists", { field: "external_id" })
     await api(h()).del(`/products/${first.id}`)
     const reused = await api(h()).post("/products", { format: "course", name: "Reuse", showcase_id: showcaseId, external_id: externalId })
     expect(reused.status).toBe(201)
     // Restoring the first would take the identifier again: refused while another holds it.
     const restore = await api(h()).patch(`/products/${first.id}`, { deleted: false })
-    expect(restore.status).toBe(409)
-    expect(restore.body.error.details[0].field).toBe("external_id")
+    expectError(restore, 409, "already_exists", { field: "external_id" })
   })
 
   // -- Positions -------------------------------------------------------------------------
@@ -183,8 +177,7 @@ eachStore("products", (h) => {
     expect(far.position).toBe(4)
     expect(await shelf(h(), showcaseId)).toEqual([[first.id, 1], [a.id, 2], [b.id, 3], [far.id, 4]])
     const zero = await api(h()).post("/products", { format: "course", name: "Zero", showcase_id: showcaseId, position: 0 })
-    expect(zero.status).toBe(422)
-    expect(zero.body.error.details[0]).toMatchObject({ field: "position", code: "out_of_range" })
+    expectError(zero, 422, "validation_failed", { field: "position", code: "out_of_range" })
   })
 
   it("a product shifted by another gets a new revision and its product.reordered entry", async () => {
@@ -224,8 +217,7 @@ eachStore("products", (h) => {
     expect(await shelf(h(), from)).toEqual([[b!.id, 1]])
     expect(await shelf(h(), to)).toEqual([[x.id, 1], [c!.id, 2], [y.id, 3], [a!.id, 4]])
     const unknown = await api(h()).patch(`/products/${b!.id}`, { showcase_id: "shw_000000001" })
-    expect(unknown.status).toBe(422)
-    expect(unknown.body.error.details[0]).toMatchObject({ field: "showcase_id", reason: "not_found" })
+    expectError(unknown, 422, "validation_failed", { field: "showcase_id", reason: "not_found" })
     expect(await shelf(h(), from)).toEqual([[b!.id, 1]])
   })
 
@@ -275,14 +267,13 @@ eachStore("products", (h) => {
   })
 
   it("reordering an unknown or trashed showcase is 404; a malformed ID is 422 invalid", async () => {
-    expect((await api(h()).put(`/showcases/shw_000000001/products/order`, { ids: [] })).status).toBe(404)
+    expectError(await api(h()).put(`/showcases/shw_000000001/products/order`, { ids: [] }), 404, "not_found")
     const trashed = await newShowcase(h())
     await api(h()).del(`/showcases/${trashed}`)
-    expect((await api(h()).put(`/showcases/${trashed}/products/order`, { ids: [] })).status).toBe(404)
+    expectError(await api(h()).put(`/showcases/${trashed}/products/order`, { ids: [] }), 404, "not_found")
     const showcaseId = await newShowcase(h())
     const malformed = await api(h()).put(`/showcases/${showcaseId}/products/order`, { ids: ["nope"] })
-    expect(malformed.status).toBe(422)
-    expect(malformed.body.error.details[0]).toMatchObject({ field: "ids[0]", code: "invalid" })
+    expectError(malformed, 422, "validation_failed", { field: "ids[0]", code: "invalid" })
   })
 
   it("a credential limited to some products cannot reorder a showcase holding others (404)", async () => {
@@ -292,7 +283,7 @@ eachStore("products", (h) => {
       await api(h()).post("/credentials", { name: "one product", policies: [{ capabilities: ["products.update"], resources: [a!.id] }] })
     ).body.data.secret.value
     const res = await api(h(), limited).put(`/showcases/${showcaseId}/products/order`, { ids: [b!.id, a!.id] })
-    expect(res.status).toBe(404)
+    expectError(res, 404, "not_found")
     expect(await shelf(h(), showcaseId)).toEqual([[a!.id, 1], [b!.id, 2]])
   })
 
@@ -317,10 +308,10 @@ eachStore("products", (h) => {
     expect(noKey.status).toBe(422)
     expect(noKey.body.error.code).toBe("idempotency_key_required")
     const withBody = await api(h()).post(`/products/${product.id}/publications`, { status: "published" })
-    expect(withBody.status).toBe(422)
+    expectError(withBody, 422, "unknown_field", { field: "status", code: "unknown_field" })
     await api(h()).del(`/products/${product.id}`)
-    expect((await api(h()).post(`/products/${product.id}/publications`)).status).toBe(404)
-    expect((await api(h()).post(`/products/prd_000000001/publications`)).status).toBe(404)
+    expectError(await api(h()).post(`/products/${product.id}/publications`), 404, "not_found")
+    expectError(await api(h()).post(`/products/prd_000000001/publications`), 404, "not_found")
   })
 
   it("publishing needs products.publish (403 permission_denied)", async () => {
@@ -408,8 +399,7 @@ eachStore("products", (h) => {
   it("format cannot change after creation (422 unknown_field)", async () => {
     const product = await newProduct(h(), await newShowcase(h()))
     const res = await api(h()).patch(`/products/${product.id}`, { format: "blog" })
-    expect(res.status).toBe(422)
-    expect(res.body.error.details[0]).toMatchObject({ field: "format", code: "unknown_field" })
+    expectError(res, 422, "unknown_field", { field: "format", code: "unknown_field" })
   })
 
   it("display, definitions and offer change only in the sub-fields sent; nested unknown fields are 422", async () => {
@@ -432,11 +422,9 @@ eachStore("products", (h) => {
     const cleared = await api(h()).patch(`/products/${product.id}`, { offer: { url: null } })
     expect(cleared.body.data.offer.url).toBeNull()
     const unknown = await api(h()).patch(`/products/${product.id}`, { display: { color: "red" } })
-    expect(unknown.status).toBe(422)
-    expect(unknown.body.error.details[0]).toMatchObject({ field: "display.color", code: "unknown_field" })
+    expectError(unknown, 422, "unknown_field", { field: "display.color", code: "unknown_field" })
     const badUrl = await api(h()).patch(`/products/${product.id}`, { offer: { embed: { url: "javascript:alert(1)" } } })
-    expect(badUrl.status).toBe(422)
-    expect(badUrl.body.error.details[0].field).toBe("offer.embed.url")
+    expectError(badUrl, 422, "validation_failed", { field: "offer.embed.url" })
   })
 
   it("definitions.alias_product_id names another product of the account (422 not_found or self_reference)", async () => {
@@ -447,11 +435,9 @@ eachStore("products", (h) => {
     expect(ok.status).toBe(200)
     expect(ok.body.data.definitions).toEqual({ alias_product_id: target.id })
     const self = await api(h()).patch(`/products/${product.id}`, { definitions: { alias_product_id: product.id } })
-    expect(self.status).toBe(422)
-    expect(self.body.error.details[0]).toMatchObject({ field: "definitions.alias_product_id", reason: "self_reference" })
+    expectError(self, 422, "validation_failed", { field: "definitions.alias_product_id", reason: "self_reference" })
     const missing = await api(h()).patch(`/products/${product.id}`, { definitions: { alias_product_id: "prd_000000001" } })
-    expect(missing.status).toBe(422)
-    expect(missing.body.error.details[0]).toMatchObject({ field: "definitions.alias_product_id", reason: "not_found" })
+    expectError(missing, 422, "validation_failed", { field: "definitions.alias_product_id", reason: "not_found" })
   })
 
   it("image takes a file of purpose image; another purpose is 422 purpose_mismatch; null removes it", async () => {
@@ -462,8 +448,7 @@ eachStore("products", (h) => {
     expect(set.body.data.image).toBe(image)
     const editorFile = await uploadPng(h(), "editor")
     const wrong = await api(h()).patch(`/products/${product.id}`, { image: editorFile })
-    expect(wrong.status).toBe(422)
-    expect(wrong.body.error.details[0]).toMatchObject({ field: "image", reason: "purpose_mismatch" })
+    expectError(wrong, 422, "validation_failed", { field: "image", reason: "purpose_mismatch" })
     expect((await api(h()).patch(`/products/${product.id}`, { image: null })).body.data.image).toBeNull()
   })
 
@@ -485,7 +470,7 @@ eachStore("products", (h) => {
     expect(await ids(`external_id=${tag}-ext-b`)).toEqual([b.id])
     expect(await ids(`q=${tag.toUpperCase()}-EXT`)).toEqual([b.id])
     expect(await ids(`q=${tag}&sort=name&limit=2`)).toEqual([a.id, b.id])
-    expect((await api(h()).get(`/products?status=archived`)).status).toBe(422)
-    expect((await api(h()).get(`/products?sort=status`)).status).toBe(422)
+    expectError(await api(h()).get(`/products?status=archived`), 422, "validation_failed", { parameter: "status" })
+    expectError(await api(h()).get(`/products?sort=status`), 422, "validation_failed", { parameter: "sort" })
   })
 })

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto"
 import { expect, it } from "vitest"
 import { eachStore, type Harness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const api = (h: Harness, secret = h.live) => ({
   get: (path: string) => h.request("GET", `/api/v3${path}`, { secret }),
@@ -69,12 +70,12 @@ eachStore("described resources", (h) => {
     const trashed = await api(h()).del(`/showcases/${created.id}`)
     expect(trashed.status).toBe(200)
     expect(trashed.body.data.deleted).toBe(true)
-    expect((await api(h()).get(`/showcases/${created.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`/showcases/${created.id}`), 404, "not_found")
     const trash = await api(h()).get(`/showcases?deleted=true&limit=200`)
     expect(trash.body.data.map((s: { id: string }) => s.id)).toContain(created.id)
     const live = await api(h()).get(`/showcases?limit=200`)
     expect(live.body.data.map((s: { id: string }) => s.id)).not.toContain(created.id)
-    expect((await api(h()).patch(`/showcases/${created.id}`, { name: "x" })).status).toBe(404)
+    expectError(await api(h()).patch(`/showcases/${created.id}`, { name: "x" }), 404, "not_found")
     const restored = await api(h()).patch(`/showcases/${created.id}`, { deleted: false })
     expect(restored.status).toBe(200)
     expect(restored.body.data.deleted).toBe(false)
@@ -84,9 +85,7 @@ eachStore("described resources", (h) => {
   it("deleted=true in a PATCH is 422 validation_failed (3.4.0)", async () => {
     const created = (await api(h()).post("/showcases", { name: "Stay" })).body.data
     const res = await api(h()).patch(`/showcases/${created.id}`, { deleted: true })
-    expect(res.status).toBe(422)
-    expect(res.body.error.code).toBe("validation_failed")
-    expect(res.body.error.details[0].field).toBe("deleted")
+    expectError(res, 422, "validation_failed", { field: "deleted" })
   })
 
   it("lists filter, search with q, sort and paginate with cursors", async () => {
@@ -102,14 +101,14 @@ eachStore("described resources", (h) => {
     const active = await api(h()).get(`/showcases?q=${tag}&status=active`)
     expect(active.body.data).toEqual([])
     const badSort = await api(h()).get(`/showcases?sort=status`)
-    expect(badSort.status).toBe(422)
+    expectError(badSort, 422, "validation_failed", { parameter: "sort" })
     const badStatus = await api(h()).get(`/showcases?status=open`)
-    expect(badStatus.status).toBe(422)
+    expectError(badStatus, 422, "validation_failed", { parameter: "status" })
   })
 
   it("limits of §8.2: a name over its length, plain text over 64 KiB → 422 itemized", async () => {
     const res = await api(h()).post("/showcases", { name: "n".repeat(201), description: "d".repeat(64 * 1024 + 1) })
-    expect(res.status).toBe(422)
+    expectError(res, 422, "validation_failed", { field: "name", code: "too_long" })
     expect(res.body.error.details.map((d: { field: string; code: string }) => [d.field, d.code])).toEqual([
       ["name", "too_long"],
       ["description", "too_long"]
@@ -124,13 +123,12 @@ eachStore("described resources", (h) => {
     const other = await h().openAccount(`files-${Date.now()}`)
     const foreign = await uploadPng(h(), other.credentials.find((c) => c.environment === "production")!.secret)
     const refused = await api(h()).post("/showcases", { name: "Foreign", image: foreign })
-    expect(refused.status).toBe(422)
-    expect(refused.body.error.details[0]).toMatchObject({ field: "image", reason: "not_found" })
+    expectError(refused, 422, "validation_failed", { field: "image", reason: "not_found" })
     const sandboxFile = await uploadPng(h(), h().test)
     const crossEnvironment = await api(h()).patch(`/showcases/${ok.body.data.id}`, { image: sandboxFile })
-    expect(crossEnvironment.status).toBe(422)
+    expectError(crossEnvironment, 422, "validation_failed", { field: "image", reason: "not_found" })
     const malformed = await api(h()).post("/showcases", { name: "Bad", image: "fil_?" })
-    expect(malformed.body.error.details[0]).toMatchObject({ field: "image", code: "invalid" })
+    expectError(malformed, 422, "validation_failed", { field: "image", code: "invalid" })
   })
 
   it("a replicated record is read-only except status: 403 replica_readonly (3.3.0)", async () => {
@@ -169,14 +167,15 @@ eachStore("described resources", (h) => {
       await api(h()).post("/credentials", { name: "one", policies: [{ capabilities: ["showcases.read"], resources: [first.id] }] })
     ).body.data.secret.value
     expect((await api(h(), limited).get(`/showcases/${first.id}`)).status).toBe(200)
-    expect((await api(h(), limited).get(`/showcases/${second.id}`)).status).toBe(404)
+    expectError(await api(h(), limited).get(`/showcases/${second.id}`), 404, "not_found")
     const listed = await api(h(), limited).get(`/showcases?limit=200`)
     expect(listed.body.data.map((s: { id: string }) => s.id)).toEqual([first.id])
   })
 
   it("unknown body fields are 422 unknown_field; managed fields cannot be written", async () => {
     const res = await api(h()).post("/showcases", { name: "X", id: "shw_000000001", revision: "9" })
-    expect(res.status).toBe(422)
+    expectError(res, 422, "unknown_field", { field: "id", code: "unknown_field" })
+    expectError(res, 422, "unknown_field", { field: "revision", code: "unknown_field" })
     expect(res.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(["id", "revision"])
   })
 
@@ -189,14 +188,14 @@ eachStore("described resources", (h) => {
     expect(duplicate.body.error).toMatchObject({ code: "already_exists", details: [{ field: "name", code: "already_exists" }] })
     const removed = await api(h()).del(`/tag-groups/${created.body.data.id}`)
     expect(removed.status).toBe(204)
-    expect((await api(h()).get(`/tag-groups/${created.body.data.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`/tag-groups/${created.body.data.id}`), 404, "not_found")
     expect((await api(h()).post("/tag-groups", { name })).status).toBe(201)
   })
 
   it("resources of one tenant are invisible to another (404)", async () => {
     const created = (await api(h()).post("/showcases", { name: "Mine" })).body.data
-    expect((await api(h(), h().test).get(`/showcases/${created.id}`)).status).toBe(404)
-    expect((await api(h(), h().test).patch(`/showcases/${created.id}`, { name: "Theirs" })).status).toBe(404)
+    expectError(await api(h(), h().test).get(`/showcases/${created.id}`), 404, "not_found")
+    expectError(await api(h(), h().test).patch(`/showcases/${created.id}`, { name: "Theirs" }), 404, "not_found")
   })
 })
 

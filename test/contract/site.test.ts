@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto"
 import { expect, it } from "vitest"
 import { eachStore, type Harness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const api = (h: Harness, secret = h.live) => ({
   get: (path: string) => h.request("GET", `/api/v3${path}`, { secret }),
@@ -75,7 +76,7 @@ eachStore("banners", (h) => {
     expect(html.status).toBe(201)
     expect(html.body.data).toMatchObject({ type: "html", status: "inactive", html: "<p>Hi</p>" })
     const bad = await api(h()).post("/banners", { name: "Bad", type: "video", status: "draft", html: "x".repeat(512 * 1024 + 1) })
-    expect(bad.status).toBe(422)
+    expectError(bad, 422, "validation_failed", { field: "type", code: "invalid_value" })
     expect(detailsOf(bad).map((d: Array<string>) => [d[0], d[1]])).toEqual([
       ["type", "invalid_value"],
       ["status", "invalid_value"],
@@ -90,10 +91,11 @@ eachStore("banners", (h) => {
     expect(created.body.data.images).toEqual({ desktop, mobile: null })
     const foreign = await uploadPng(h(), await otherAccountSecret(h()))
     const refused = await api(h()).patch(`/banners/${created.body.data.id}`, { images: { desktop, mobile: foreign } })
-    expect(refused.status).toBe(422)
+    expectError(refused, 422, "validation_failed", { field: "images.mobile", reason: "not_found" })
     expect(detailsOf(refused)).toEqual([["images.mobile", "validation_failed", "not_found"]])
     const editor = await uploadPng(h(), h().live, "editor")
     const wrongPurpose = await api(h()).patch(`/banners/${created.body.data.id}`, { images: { desktop: editor } })
+    expectError(wrongPurpose, 422, "validation_failed", { field: "images.desktop", reason: "purpose_mismatch" })
     expect(detailsOf(wrongPurpose)).toEqual([["images.desktop", "validation_failed", "purpose_mismatch"]])
     // `images` replaces both: the one left out is null.
     const replaced = await api(h()).patch(`/banners/${created.body.data.id}`, { images: { mobile: desktop } })
@@ -102,16 +104,19 @@ eachStore("banners", (h) => {
 
   it("a link names what its kind needs: url needs url, product needs a product of the account, none needs neither", async () => {
     const noUrl = await api(h()).post("/banners", { name: "L1", link: { kind: "url" } })
-    expect(noUrl.status).toBe(422)
+    expectError(noUrl, 422, "validation_failed", { field: "link.url", code: "required" })
     expect(detailsOf(noUrl)).toEqual([["link.url", "required", null]])
     const mismatch = await api(h()).post("/banners", { name: "L2", link: { kind: "none", url: "https://example.com" } })
+    expectError(mismatch, 422, "validation_failed", { field: "link.url", reason: "kind_mismatch" })
     expect(detailsOf(mismatch)).toEqual([["link.url", "invalid_value", "kind_mismatch"]])
     const notHttp = await api(h()).post("/banners", { name: "L3", link: { kind: "url", url: "javascript:alert(1)" } })
+    expectError(notHttp, 422, "validation_failed", { field: "link.url", code: "invalid_value" })
     expect(detailsOf(notHttp)).toEqual([["link.url", "invalid_value", null]])
     const unknownProduct = await api(h()).post("/banners", { name: "L4", link: { kind: "product", product_id: "prd_000000001" } })
-    expect(unknownProduct.status).toBe(422)
+    expectError(unknownProduct, 422, "validation_failed", { field: "link.product_id", reason: "not_found" })
     expect(detailsOf(unknownProduct)).toEqual([["link.product_id", "validation_failed", "not_found"]])
     const malformed = await api(h()).post("/banners", { name: "L5", link: { kind: "product", product_id: "shw_000000001" } })
+    expectError(malformed, 422, "validation_failed", { field: "link.product_id", code: "invalid" })
     expect(detailsOf(malformed)).toEqual([["link.product_id", "invalid", null]])
     const ok = await api(h()).post("/banners", { name: "L6", link: { kind: "url", url: "https://example.com/sale", target: "_blank" } })
     expect(ok.status).toBe(201)
@@ -139,15 +144,17 @@ eachStore("banners", (h) => {
     await api(h()).del(`/showcases/${second.id}`)
     const theirs = (await api(h(), h().test).post("/showcases", { name: "Sandbox" })).body.data
     const refused = await api(h()).post("/banners", { name: "Not shown", showcases: [first.id, second.id, theirs.id, first.id] })
-    expect(refused.status).toBe(422)
+    expectError(refused, 422, "validation_failed", { field: "showcases[1]", reason: "not_found" })
     expect(detailsOf(refused)).toEqual([
       ["showcases[1]", "validation_failed", "not_found"],
       ["showcases[2]", "validation_failed", "not_found"],
       ["showcases[3]", "invalid_value", "duplicate"]
     ])
     const malformed = await api(h()).post("/banners", { name: "Bad", showcases: ["nope"] })
+    expectError(malformed, 422, "validation_failed", { field: "showcases[0]", code: "invalid" })
     expect(detailsOf(malformed)).toEqual([["showcases[0]", "invalid", null]])
     const tooMany = await api(h()).post("/banners", { name: "Many", showcases: Array.from({ length: 1001 }, () => first.id) })
+    expectError(tooMany, 422, "too_many_items", { field: "showcases", code: "too_many_items" })
     expect(detailsOf(tooMany)).toEqual([["showcases", "too_many_items", null]])
     // A showcase trashed since it was added does not block other changes.
     const kept = await api(h()).patch(`/banners/${ok.body.data.id}`, { name: "Still shown" })
@@ -206,7 +213,7 @@ eachStore("banners", (h) => {
     }
     expect((await allBanners(h())).map((b) => b.id)).toEqual(ids)
     const malformed = await api(h()).put("/banners/order", { ids: ["x"] })
-    expect(malformed.status).toBe(422)
+    expectError(malformed, 422, "validation_failed", { field: "ids[0]", code: "invalid" })
     expect(detailsOf(malformed)).toEqual([["ids[0]", "invalid", null]])
   })
 
@@ -232,7 +239,7 @@ eachStore("banners", (h) => {
     expect(html.body.data.every((b: { type: string }) => b.type === "html")).toBe(true)
     const inactive = await api(h()).get("/banners?status=inactive&limit=200")
     expect(inactive.body.data.every((b: Banner) => b.status === "inactive")).toBe(true)
-    expect((await api(h()).get("/banners?type=video")).status).toBe(422)
+    expectError(await api(h()).get("/banners?type=video"), 422, "validation_failed", { parameter: "type" })
   })
 
   it("a replicated banner is read-only except status, and keeps its place in the order (3.3.0)", async () => {
@@ -244,7 +251,7 @@ eachStore("banners", (h) => {
     expect(renamed.status).toBe(403)
     expect(renamed.body.error.code).toBe("replica_readonly")
     expect((await api(h()).patch(`/banners/${banner.id}`, { status: "inactive" })).body.data.status).toBe("inactive")
-    expect((await api(h()).del(`/banners/${banner.id}`)).status).toBe(403)
+    expectError(await api(h()).del(`/banners/${banner.id}`), 403, "replica_readonly")
     const ids = (await allBanners(h())).map((b) => b.id).reverse()
     expect((await api(h()).put("/banners/order", { ids })).status).toBe(200)
   })
@@ -295,6 +302,7 @@ eachStore("navigation", (h) => {
     expect(moved.body.data.position).toBe(2)
     expect(await labels(parent.id)).toEqual([["a", 1], ["z", 2], ["b", 3], ["c", 4]])
     const zero = await api(h()).post("/navigation", { label: "bad", position: 0 })
+    expectError(zero, 422, "validation_failed", { field: "position", code: "out_of_range" })
     expect(detailsOf(zero)).toEqual([["position", "out_of_range", null]])
   })
 
@@ -308,21 +316,25 @@ eachStore("navigation", (h) => {
     expect(detailsOf(grandchild)).toEqual([["parent_id", "hierarchy_violation", "parent_is_nested"]])
     const other = (await api(h()).post("/navigation", { label: "Other" })).body.data
     const withChildren = await api(h()).patch(`/navigation/${top.id}`, { parent_id: other.id })
+    expectError(withChildren, 422, "hierarchy_violation", { field: "parent_id", reason: "has_children" })
     expect(detailsOf(withChildren)).toEqual([["parent_id", "hierarchy_violation", "has_children"]])
     const itself = await api(h()).patch(`/navigation/${other.id}`, { parent_id: other.id })
+    expectError(itself, 422, "hierarchy_violation", { field: "parent_id", reason: "self" })
     expect(detailsOf(itself)).toEqual([["parent_id", "hierarchy_violation", "self"]])
     const unknown = await api(h()).post("/navigation", { label: "Orphan", parent_id: "nav_000000001" })
-    expect(unknown.status).toBe(422)
+    expectError(unknown, 422, "validation_failed", { field: "parent_id", reason: "not_found" })
     expect(detailsOf(unknown)).toEqual([["parent_id", "validation_failed", "not_found"]])
   })
 
   it("an item leads to a URL or a product, not both; the URL is http(s) or a path; the product is of the account", async () => {
     const both = await api(h()).post("/navigation", { label: "Both", url: "/x", product_id: "prd_000000001" })
-    expect(both.status).toBe(422)
+    expectError(both, 422, "validation_failed", { field: "product_id", reason: "url_and_product_id" })
     expect(detailsOf(both)).toEqual([["product_id", "invalid_value", "url_and_product_id"]])
     const script = await api(h()).post("/navigation", { label: "Script", url: "javascript:alert(1)" })
+    expectError(script, 422, "validation_failed", { field: "url", code: "invalid_value" })
     expect(detailsOf(script)).toEqual([["url", "invalid_value", null]])
     const unknown = await api(h()).post("/navigation", { label: "Product", product_id: "prd_000000001" })
+    expectError(unknown, 422, "validation_failed", { field: "product_id", reason: "not_found" })
     expect(detailsOf(unknown)).toEqual([["product_id", "validation_failed", "not_found"]])
   })
 
@@ -348,8 +360,8 @@ eachStore("navigation", (h) => {
     const top = await labels("none")
     const res = await api(h()).del(`/navigation/${parent.id}`)
     expect(res.status).toBe(204)
-    expect((await api(h()).get(`/navigation/${parent.id}`)).status).toBe(404)
-    expect((await api(h()).get(`/navigation/${child.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`/navigation/${parent.id}`), 404, "not_found")
+    expectError(await api(h()).get(`/navigation/${child.id}`), 404, "not_found")
     const after = await labels("none")
     expect(after.length).toBe(top.length - 1)
     expect(after.map((pair: [string, number]) => pair[1])).toEqual(after.map((_: unknown, i: number) => i + 1))
@@ -361,7 +373,7 @@ eachStore("navigation", (h) => {
 
   it("parent_id filters the list: an item's children, or none for the top level", async () => {
     const bad = await api(h()).get("/navigation?parent_id=shw_000000001")
-    expect(bad.status).toBe(422)
+    expectError(bad, 422, "validation_failed", { parameter: "parent_id" })
     const top = (await api(h()).get("/navigation?parent_id=none&limit=200")).body.data
     expect(top.length).toBeGreaterThan(0)
     expect(top.every((i: NavItem) => i.parent_id === null)).toBe(true)
@@ -434,7 +446,7 @@ eachStore("settings groups", (h) => {
     expect(stale.body.error.code).toBe("revision_mismatch")
     expect((await api(h()).get("/settings/email")).body.data.footer).toBe("Bye")
     const otherType = await api(h()).patch("/settings/email", { footer: "x" }, { "if-match": `W/"banner:bnr_000000001:1"` })
-    expect(otherType.status).toBe(412)
+    expectError(otherType, 412, "revision_mismatch")
   })
 
   it("each group keeps its own revision", async () => {
@@ -454,7 +466,7 @@ eachStore("settings groups", (h) => {
     expect(res.body.data.image).toEqual({ file_id: own, url: `/api/v3/files/${own}` })
     const foreign = await uploadPng(h(), await otherAccountSecret(h()))
     const refused = await api(h()).patch("/settings/sharing", { image: foreign })
-    expect(refused.status).toBe(422)
+    expectError(refused, 422, "validation_failed", { field: "image", reason: "not_found" })
     expect(detailsOf(refused)).toEqual([["image", "validation_failed", "not_found"]])
     expect((await api(h()).get("/settings/sharing")).body.data.image.file_id).toBe(own)
     const cleared = await api(h()).patch("/settings/sharing", { image: null })
@@ -464,7 +476,7 @@ eachStore("settings groups", (h) => {
   it("bodies are strict and values checked: 422 itemized, nothing saved", async () => {
     const before = (await api(h()).get("/settings/support/questions")).body.data
     const bad = await api(h()).patch("/settings/support/questions", { min_length: -1, sort: "random", enabled: "yes" })
-    expect(bad.status).toBe(422)
+    expectError(bad, 422, "validation_failed", { field: "min_length", code: "out_of_range" })
     expect(detailsOf(bad).map((d: Array<string>) => [d[0], d[1]])).toEqual([
       ["enabled", "invalid_type"],
       ["min_length", "out_of_range"],
@@ -474,10 +486,13 @@ eachStore("settings groups", (h) => {
     expect(unknown.status).toBe(422)
     expect(unknown.body.error.code).toBe("unknown_field")
     const appearance = await api(h()).patch("/settings/appearance", { primary_color: "blue", layout: "grid" })
+    expectError(appearance, 422, "validation_failed", { field: "layout" })
     expect(detailsOf(appearance).map((d: Array<string>) => d[0])).toEqual(["layout", "primary_color"])
     const email = await api(h()).patch("/settings/email", { reply_to: "nobody" })
+    expectError(email, 422, "validation_failed", { field: "reply_to", code: "invalid_value" })
     expect(detailsOf(email).map((d: Array<string>) => [d[0], d[1]])).toEqual([["reply_to", "invalid_value"]])
     const security = await api(h()).patch("/settings/security", { allowed_ip_ranges: ["10.0.0.0/33"], session_timeout_minutes: 1 })
+    expectError(security, 422, "validation_failed", { field: "allowed_ip_ranges[0]" })
     expect(detailsOf(security).map((d: Array<string>) => d[0])).toEqual(["session_timeout_minutes", "allowed_ip_ranges[0]"])
     expect((await api(h()).get("/settings/support/questions")).body.data).toEqual(before)
   })

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto"
 import { expect, it } from "vitest"
 import { eachStore, type Harness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const api = (h: Harness, secret = h.live) => ({
   get: (path: string) => h.request("GET", `/api/v3${path}`, { secret }),
@@ -81,10 +82,10 @@ eachStore("taxonomies and terms", (h) => {
   it("name and plural_name are required on create; terms_count cannot be written", async () => {
     const productId = await product(h())
     const missing = await api(h()).post(`/products/${productId}/taxonomies`, { name: "Category" })
-    expect(missing.status).toBe(422)
+    expectError(missing, 422, "validation_failed", { field: "plural_name", code: "required" })
     expect(missing.body.error.details).toMatchObject([{ field: "plural_name", code: "required" }])
     const counted = await api(h()).post(`/products/${productId}/taxonomies`, { name: "Tag", plural_name: "Tags", terms_count: 3 })
-    expect(counted.status).toBe(422)
+    expectError(counted, 422, "unknown_field", { field: "terms_count", code: "unknown_field" })
     expect(counted.body.error.details).toMatchObject([{ field: "terms_count", code: "unknown_field" }])
   })
 
@@ -92,11 +93,11 @@ eachStore("taxonomies and terms", (h) => {
     const productId = await product(h())
     const other = await product(h())
     const created = await taxonomy(h(), productId)
-    expect((await api(h()).get(`/products/${other}/taxonomies/${created.id}`)).status).toBe(404)
-    expect((await api(h()).patch(`/products/${other}/taxonomies/${created.id}`, { name: "X" })).status).toBe(404)
-    expect((await api(h()).del(`/products/${other}/taxonomies/${created.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`/products/${other}/taxonomies/${created.id}`), 404, "not_found")
+    expectError(await api(h()).patch(`/products/${other}/taxonomies/${created.id}`, { name: "X" }), 404, "not_found")
+    expectError(await api(h()).del(`/products/${other}/taxonomies/${created.id}`), 404, "not_found")
     expect((await api(h()).get(`/products/${other}/taxonomies`)).body.data).toEqual([])
-    expect((await api(h()).post(`/products/prd_000000001/taxonomies`, { name: "A", plural_name: "As" })).status).toBe(404)
+    expectError(await api(h()).post(`/products/prd_000000001/taxonomies`, { name: "A", plural_name: "As" }), 404, "not_found")
   })
 
   it("PATCH takes name and plural_name; omitted fields stay; other fields are 422 (§4.3)", async () => {
@@ -109,9 +110,9 @@ eachStore("taxonomies and terms", (h) => {
     const plural = await api(h()).patch(path, { plural_name: "Labels" })
     expect(plural.body.data).toMatchObject({ name: "Label", plural_name: "Labels", revision: "3" })
     const nulled = await api(h()).patch(path, { name: null })
-    expect(nulled.status).toBe(422)
+    expectError(nulled, 422, "validation_failed", { field: "name" })
     const moved = await api(h()).patch(path, { product_id: await product(h()) })
-    expect(moved.status).toBe(422)
+    expectError(moved, 422, "unknown_field", { field: "product_id", code: "unknown_field" })
     expect(moved.body.error.details).toMatchObject([{ field: "product_id", code: "unknown_field" }])
     expect((await api(h()).get(path)).body.data).toMatchObject({ name: "Label", plural_name: "Labels", product_id: productId })
   })
@@ -128,7 +129,7 @@ eachStore("taxonomies and terms", (h) => {
     const termId = await term(h(), productId, tax.id, "News")
     const termPath = `${taxPath}/terms/${termId}`
     expect((await api(h()).patch(termPath, { name: "Updates" }, { "if-match": `W/"taxonomy_term:${termId}:1"` })).status).toBe(200)
-    expect((await api(h()).patch(termPath, { name: "Old" }, { "if-match": `W/"taxonomy_term:${termId}:1"` })).status).toBe(412)
+    expectError(await api(h()).patch(termPath, { name: "Old" }, { "if-match": `W/"taxonomy_term:${termId}:1"` }), 412, "revision_mismatch")
     expect((await api(h()).get(termPath)).body.data.name).toBe("Updates")
   })
 
@@ -140,7 +141,7 @@ eachStore("taxonomies and terms", (h) => {
     expect(duplicate.status).toBe(409)
     expect(duplicate.body.error).toMatchObject({ code: "already_exists", details: [{ field: "name", code: "already_exists" }] })
     const rename = await api(h()).patch(`/products/${productId}/taxonomies/${second.id}`, { name: "Category" })
-    expect(rename.status).toBe(409)
+    expectError(rename, 409, "already_exists", { field: "name" })
     expect((await api(h()).patch(`/products/${productId}/taxonomies/${second.id}`, { name: "Series", plural_name: "Serieses" })).status).toBe(200)
     expect((await api(h()).post(`/products/${await product(h())}/taxonomies`, { name: "Category", plural_name: "Categories" })).status).toBe(201)
   })
@@ -150,7 +151,7 @@ eachStore("taxonomies and terms", (h) => {
     const created = await taxonomy(h(), productId)
     const removed = await api(h()).del(`/products/${productId}/taxonomies/${created.id}`)
     expect(removed.status).toBe(204)
-    expect((await api(h()).get(`/products/${productId}/taxonomies/${created.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`/products/${productId}/taxonomies/${created.id}`), 404, "not_found")
     expect((await api(h()).get(`/products/${productId}/taxonomies`)).body.data).toEqual([])
   })
 
@@ -172,7 +173,7 @@ eachStore("taxonomies and terms", (h) => {
     expect(counted.headers.get("etag")).not.toBe(`W/"taxonomy:${tax.id}:1"`)
     expect((await api(h()).del(`/products/${productId}/taxonomies/${tax.id}/terms/${created.id}`)).status).toBe(204)
     expect((await api(h()).get(`/products/${productId}/taxonomies/${tax.id}`)).body.data.terms_count).toBe(1)
-    expect((await api(h()).get(`/products/${productId}/taxonomies/${tax.id}/terms/${created.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`/products/${productId}/taxonomies/${tax.id}/terms/${created.id}`), 404, "not_found")
   })
 
   it("a term lives under its taxonomy and product: any other path is 404", async () => {
@@ -181,10 +182,10 @@ eachStore("taxonomies and terms", (h) => {
     const tax = await taxonomy(h(), productId)
     const sibling = await taxonomy(h(), productId, "Tag", "Tags")
     const termId = await term(h(), productId, tax.id, "News")
-    expect((await api(h()).get(`/products/${productId}/taxonomies/${sibling.id}/terms/${termId}`)).status).toBe(404)
-    expect((await api(h()).get(`/products/${other}/taxonomies/${tax.id}/terms/${termId}`)).status).toBe(404)
-    expect((await api(h()).get(`/products/${other}/taxonomies/${tax.id}/terms`)).status).toBe(404)
-    expect((await api(h()).post(`/products/${other}/taxonomies/${tax.id}/terms`, { name: "Sneaky" })).status).toBe(404)
+    expectError(await api(h()).get(`/products/${productId}/taxonomies/${sibling.id}/terms/${termId}`), 404, "not_found")
+    expectError(await api(h()).get(`/products/${other}/taxonomies/${tax.id}/terms/${termId}`), 404, "not_found")
+    expectError(await api(h()).get(`/products/${other}/taxonomies/${tax.id}/terms`), 404, "not_found")
+    expectError(await api(h()).post(`/products/${other}/taxonomies/${tax.id}/terms`, { name: "Sneaky" }), 404, "not_found")
     const listed = await api(h()).get(`/products/${productId}/taxonomies/${tax.id}/terms`)
     expect(listed.body.data.map((t: { id: string }) => t.id)).toEqual([termId])
   })
@@ -203,7 +204,7 @@ eachStore("taxonomies and terms", (h) => {
     const cleared = await api(h()).patch(path, { image: null })
     expect(cleared.body.data).toMatchObject({ name: "Updates", image: null })
     const counted = await api(h()).patch(path, { lessons_count: 5 })
-    expect(counted.status).toBe(422)
+    expectError(counted, 422, "unknown_field", { field: "lessons_count", code: "unknown_field" })
     expect(counted.body.error.details).toMatchObject([{ field: "lessons_count", code: "unknown_field" }])
   })
 
@@ -213,13 +214,14 @@ eachStore("taxonomies and terms", (h) => {
     const termId = await term(h(), productId, tax.id, "News")
     const path = `/products/${productId}/taxonomies/${tax.id}/terms/${termId}`
     const unknown = await api(h()).patch(path, { image: "fil_000000001" })
-    expect(unknown.status).toBe(422)
+    expectError(unknown, 422, "validation_failed", { field: "image", reason: "not_found" })
     expect(unknown.body.error.details).toMatchObject([{ field: "image", reason: "not_found" }])
     const pdf = await upload(h(), "pdf")
     const wrongPurpose = await api(h()).post(`/products/${productId}/taxonomies/${tax.id}/terms`, { name: "Docs", image: pdf })
-    expect(wrongPurpose.status).toBe(422)
+    expectError(wrongPurpose, 422, "validation_failed", { field: "image", reason: "purpose_mismatch" })
     expect(wrongPurpose.body.error.details).toMatchObject([{ field: "image", reason: "purpose_mismatch" }])
     const malformed = await api(h()).patch(path, { image: "nope" })
+    expectError(malformed, 422, "validation_failed", { field: "image", code: "invalid" })
     expect(malformed.body.error.details).toMatchObject([{ field: "image", code: "invalid" }])
     expect((await api(h()).get(path)).body.data).toMatchObject({ image: null, revision: "1" })
   })
@@ -230,7 +232,7 @@ eachStore("taxonomies and terms", (h) => {
     const other = await taxonomy(h(), productId, "Tag", "Tags")
     await term(h(), productId, tax.id, "News")
     const duplicate = await api(h()).post(`/products/${productId}/taxonomies/${tax.id}/terms`, { name: "News" })
-    expect(duplicate.status).toBe(409)
+    expectError(duplicate, 409, "already_exists", { field: "name", code: "already_exists" })
     expect(duplicate.body.error.details).toMatchObject([{ field: "name", code: "already_exists" }])
     await term(h(), productId, other.id, "News")
   })
@@ -260,7 +262,7 @@ eachStore("taxonomies and terms", (h) => {
     const tax = await taxonomy(h(), productId)
     const termId = await term(h(), productId, tax.id, "News")
     expect((await api(h()).del(`/products/${productId}/taxonomies/${tax.id}`)).status).toBe(204)
-    expect((await api(h()).get(`/products/${productId}/taxonomies/${tax.id}/terms/${termId}`)).status).toBe(404)
+    expectError(await api(h()).get(`/products/${productId}/taxonomies/${tax.id}/terms/${termId}`), 404, "not_found")
     const entries = await api(h()).get(`/audit-entries?resource_id=${termId}`)
     expect(entries.body.data.map((e: { action: string }) => e.action)).toEqual(["taxonomy_term.deleted", "taxonomy_term.created"])
   })
@@ -375,7 +377,7 @@ eachStore("taxonomies and terms", (h) => {
     expect(refused.body.error.code).toBe("validation_failed")
     expect(refused.body.error.details.map((d: { field: string }) => d.field)).toEqual(["ids[1]", "ids[2]"])
     const malformed = await api(h()).put(path, { ids: ["tax_000000001"] })
-    expect(malformed.status).toBe(422)
+    expectError(malformed, 422, "validation_failed", { field: "ids[0]", code: "invalid" })
     expect(malformed.body.error.details).toMatchObject([{ field: "ids[0]", code: "invalid" }])
     expect((await api(h()).get(path)).body.data).toEqual([])
   })
@@ -384,9 +386,9 @@ eachStore("taxonomies and terms", (h) => {
     const productId = await product(h(), "blog")
     const other = await product(h(), "blog")
     const lessonId = await lesson(h(), productId)
-    expect((await api(h()).get(`/products/${other}/lessons/${lessonId}/terms`)).status).toBe(404)
-    expect((await api(h()).put(`/products/${other}/lessons/${lessonId}/terms`, { ids: [] })).status).toBe(404)
-    expect((await api(h()).get(`/products/${productId}/lessons/les_000000001/terms`)).status).toBe(404)
+    expectError(await api(h()).get(`/products/${other}/lessons/${lessonId}/terms`), 404, "not_found")
+    expectError(await api(h()).put(`/products/${other}/lessons/${lessonId}/terms`, { ids: [] }), 404, "not_found")
+    expectError(await api(h()).get(`/products/${productId}/lessons/les_000000001/terms`), 404, "not_found")
   })
 
   it("a PUT of lesson terms is a write of the lesson: If-Match takes the lesson's ETag, and a change moves its revision", async () => {

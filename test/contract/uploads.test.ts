@@ -12,7 +12,8 @@ import { createHash } from "node:crypto"
 import { existsSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { expect, it } from "vitest"
-import { eachStore, freshKey, type Harness, type RequestOptions, type Response } from "../support/harness.js"
+import { eachStore, freshKey, type Harness, type RequestOptions } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const P = "/api/v3"
 const MIB = 1024 ** 2
@@ -65,13 +66,6 @@ interface Declaration {
 const client = (h: () => Harness) => {
   const call = (method: string, path: string, options: RequestOptions = {}) => h().request(method, P + path, options)
   const asLive = (method: string, path: string, options: RequestOptions = {}) => call(method, path, { secret: h().live, ...options })
-
-  const expectError = (res: Response, status: number, code: string, reason?: string) => {
-    expect(res.status, res.text).toBe(status)
-    expect(res.body?.error?.code, res.text).toBe(code)
-    expect(Array.isArray(res.body.error.details)).toBe(true)
-    if (reason !== undefined) expect(res.body.error.reason, res.text).toBe(reason)
-  }
 
   /** POST /uploads declaring `bytes` (as a PNG image unless overridden). */
   const declare = (bytes: Uint8Array, overrides: Declaration = {}, options: RequestOptions = {}) =>
@@ -144,7 +138,6 @@ const client = (h: () => Harness) => {
   return {
     call,
     asLive,
-    expectError,
     declare,
     open,
     putPart,
@@ -233,7 +226,7 @@ eachStore("uploads", (h) => {
     const bytes = png(100)
     const session = await c.open(bytes)
     const res = await c.putPart(session.id, 1, png(101))
-    c.expectError(res, 413, "payload_too_large")
+    expectError(res, 413, "payload_too_large")
     const after = await c.getUpload(session.id)
     expect(after.body.data.parts).toEqual([])
   })
@@ -242,7 +235,7 @@ eachStore("uploads", (h) => {
     const bytes = png(100)
     const session = await c.open(bytes)
     const res = await c.putPart(session.id, 1, bytes.subarray(0, 99))
-    c.expectError(res, 422, "upload_integrity_mismatch", "part_size")
+    expectError(res, 422, "upload_integrity_mismatch", { reason: "part_size" })
     const after = await c.getUpload(session.id)
     expect(after.body.data.parts).toEqual([])
   })
@@ -251,8 +244,8 @@ eachStore("uploads", (h) => {
     const bytes = png(100)
     const session = await c.open(bytes)
     expect(session.parts_count).toBe(1)
-    c.expectError(await c.putPart(session.id, 0, bytes), 404, "not_found")
-    c.expectError(await c.putPart(session.id, 2, bytes), 404, "not_found")
+    expectError(await c.putPart(session.id, 0, bytes), 404, "not_found")
+    expectError(await c.putPart(session.id, 2, bytes), 404, "not_found")
     const after = await c.getUpload(session.id)
     expect(after.body.data.parts).toEqual([])
   })
@@ -261,7 +254,7 @@ eachStore("uploads", (h) => {
     const bytes = png(100)
     const session = await c.open(bytes)
     const res = await c.putPart(session.id, 1, bytes, { headers: { "content-type": "application/json" } })
-    c.expectError(res, 415, "unsupported_media_type")
+    expectError(res, 415, "unsupported_media_type")
     expect((await c.getUpload(session.id)).body.data.parts).toEqual([])
   })
 
@@ -270,7 +263,7 @@ eachStore("uploads", (h) => {
       raw: png(100),
       headers: { "content-type": "application/octet-stream" }
     })
-    c.expectError(res, 415, "unsupported_media_type")
+    expectError(res, 415, "unsupported_media_type")
   })
 
   // -------------------------------------------------------------------------------------
@@ -288,7 +281,7 @@ eachStore("uploads", (h) => {
     expect(state.body.data.parts).toEqual([{ number: 1, size: PART, sha256: sha256(first), received_at: expect.any(String) }])
 
     const early = await c.complete(session.id)
-    c.expectError(early, 409, "state_conflict", "parts_missing")
+    expectError(early, 409, "state_conflict", { reason: "parts_missing" })
     expect((await c.getUpload(session.id)).body.data.file_id).toBeNull()
 
     expect((await c.putPart(session.id, 2, second)).status).toBe(200)
@@ -322,7 +315,7 @@ eachStore("uploads", (h) => {
     const session = await c.open(bytes)
     await c.sendAll(session.id, png(100, 99), session.part_size)
     const res = await c.complete(session.id)
-    c.expectError(res, 422, "upload_integrity_mismatch", "sha256")
+    expectError(res, 422, "upload_integrity_mismatch", { reason: "sha256" })
     const state = await c.getUpload(session.id)
     expect(state.body.data.status).toBe("pending")
     expect(state.body.data.file_id).toBeNull()
@@ -333,7 +326,7 @@ eachStore("uploads", (h) => {
     const session = await c.open(bytes, { content_type: "image/png" })
     await c.sendAll(session.id, bytes, session.part_size)
     const res = await c.complete(session.id)
-    c.expectError(res, 422, "upload_integrity_mismatch", "content_type")
+    expectError(res, 422, "upload_integrity_mismatch", { reason: "content_type" })
     const state = await c.getUpload(session.id)
     expect(state.body.data.status).toBe("pending")
     expect(state.body.data.file_id).toBeNull()
@@ -343,7 +336,7 @@ eachStore("uploads", (h) => {
     const bytes = noise(100)
     const session = await c.open(bytes, { content_type: "image/png" })
     await c.sendAll(session.id, bytes, session.part_size)
-    c.expectError(await c.complete(session.id), 422, "upload_integrity_mismatch", "content_type")
+    expectError(await c.complete(session.id), 422, "upload_integrity_mismatch", { reason: "content_type" })
     expect((await c.getUpload(session.id)).body.data.file_id).toBeNull()
   })
 
@@ -362,7 +355,7 @@ eachStore("uploads", (h) => {
     corrupted[corrupted.length - 1] = corrupted[corrupted.length - 1]! ^ 0xff
     expect((await c.putPart(session.id, 1, first)).status).toBe(200)
     expect((await c.putPart(session.id, 2, corrupted)).status).toBe(200)
-    c.expectError(await c.complete(session.id), 422, "upload_integrity_mismatch", "sha256")
+    expectError(await c.complete(session.id), 422, "upload_integrity_mismatch", { reason: "sha256" })
     const reopened = (await c.getUpload(session.id)).body.data
     expect(reopened.status).toBe("pending")
     expect(reopened.parts).toEqual([])
@@ -383,20 +376,20 @@ eachStore("uploads", (h) => {
 
   it("an unknown purpose → 422 validation_failed itemized on purpose", async () => {
     const res = await c.declare(png(100), { purpose: "video" })
-    c.expectError(res, 422, "validation_failed")
+    expectError(res, 422, "validation_failed")
     expect(res.body.error.details.some((d: any) => d.field === "purpose")).toBe(true)
   })
 
   it("a content_type the purpose does not accept (image + application/pdf) → 422 itemized on content_type", async () => {
     const res = await c.declare(pdf(100), { purpose: "image", content_type: "application/pdf" })
-    c.expectError(res, 422, "validation_failed")
+    expectError(res, 422, "validation_failed")
     expect(res.body.error.details.some((d: any) => d.field === "content_type")).toBe(true)
   })
 
   it("size must be 1 to 5 GiB: 0 and 5 GiB + 1 → 422 itemized on size; exactly 5 GiB is accepted", async () => {
     for (const size of [0, 5 * GIB + 1]) {
       const res = await c.declare(png(100), { size })
-      c.expectError(res, 422, "validation_failed")
+      expectError(res, 422, "validation_failed")
       expect(res.body.error.details.some((d: any) => d.field === "size"), res.text).toBe(true)
     }
     const max = await c.declare(png(100), { size: 5 * GIB })
@@ -411,14 +404,14 @@ eachStore("uploads", (h) => {
     const good = sha256(png(100))
     for (const bad of [good.toUpperCase(), good.slice(0, 63)]) {
       const res = await c.declare(png(100), { sha256: bad })
-      c.expectError(res, 422, "validation_failed")
+      expectError(res, 422, "validation_failed")
       expect(res.body.error.details.some((d: any) => d.field === "sha256"), res.text).toBe(true)
     }
   })
 
   it("POST /uploads without Idempotency-Key → 422 idempotency_key_required", async () => {
     const res = await c.declare(png(100), {}, { idempotencyKey: null })
-    c.expectError(res, 422, "idempotency_key_required")
+    expectError(res, 422, "idempotency_key_required")
   })
 
   it("a completion retried with the same Idempotency-Key replays the same 201 with Idempotent-Replayed: true", async () => {
@@ -445,11 +438,11 @@ eachStore("uploads", (h) => {
     const fileId = await c.uploadFile(png(120))
     const other = await h().openAccount(freshSubdomain("uploads-other"))
     const foreign = other.credentials.find((cr) => cr.environment === "production")!.secret
-    c.expectError(await c.getUpload(session.id, foreign), 404, "not_found")
-    c.expectError(await c.getFile(fileId, foreign), 404, "not_found")
-    c.expectError(await c.putPart(session.id, 1, bytes, { secret: foreign }), 404, "not_found")
-    c.expectError(await c.complete(session.id, { secret: foreign }), 404, "not_found")
-    c.expectError(await c.call("DELETE", `/uploads/${session.id}`, { secret: foreign }), 404, "not_found")
+    expectError(await c.getUpload(session.id, foreign), 404, "not_found")
+    expectError(await c.getFile(fileId, foreign), 404, "not_found")
+    expectError(await c.putPart(session.id, 1, bytes, { secret: foreign }), 404, "not_found")
+    expectError(await c.complete(session.id, { secret: foreign }), 404, "not_found")
+    expectError(await c.call("DELETE", `/uploads/${session.id}`, { secret: foreign }), 404, "not_found")
     // Untouched for its owner.
     const mine = await c.getUpload(session.id)
     expect(mine.body.data.status).toBe("pending")
@@ -458,7 +451,7 @@ eachStore("uploads", (h) => {
 
   it("a production file read with the sandbox credential is 404", async () => {
     const fileId = await c.uploadFile(png(130))
-    c.expectError(await c.getFile(fileId, h().test), 404, "not_found")
+    expectError(await c.getFile(fileId, h().test), 404, "not_found")
     expect((await c.getFile(fileId)).status).toBe(200)
   })
 
@@ -471,7 +464,7 @@ eachStore("uploads", (h) => {
     const fileId = await c.uploadFile(png(140))
     const bytes = png(100)
     const denied = await c.declare(bytes, {}, { secret: reader })
-    c.expectError(denied, 403, "permission_denied")
+    expectError(denied, 403, "permission_denied")
     const read = await c.getFile(fileId, reader)
     expect(read.status, read.text).toBe(200)
     expect(read.body.data.id).toBe(fileId)
@@ -486,8 +479,8 @@ eachStore("uploads", (h) => {
     const entriesBefore = h().storageDirectory === undefined ? [] : c.storedUploads()
     try {
       h().fail("storage")
-      c.expectError(await c.declare(png(110)), 503, "storage_unavailable")
-      c.expectError(await c.putPart(session.id, 1, bytes), 503, "storage_unavailable")
+      expectError(await c.declare(png(110)), 503, "storage_unavailable")
+      expectError(await c.putPart(session.id, 1, bytes), 503, "storage_unavailable")
     } finally {
       h().fail("storage", false)
     }
@@ -497,7 +490,7 @@ eachStore("uploads", (h) => {
     expect((await c.putPart(session.id, 1, bytes)).status).toBe(200)
     try {
       h().fail("storage")
-      c.expectError(await c.complete(session.id), 503, "storage_unavailable")
+      expectError(await c.complete(session.id), 503, "storage_unavailable")
     } finally {
       h().fail("storage", false)
     }
@@ -527,8 +520,8 @@ eachStore("uploads", (h) => {
     expect(res.body.data.upload_urls).toEqual([])
     expect(res.body.data.file_id).toBeNull()
 
-    c.expectError(await c.putPart(session.id, 2, second), 409, "state_conflict")
-    c.expectError(await c.complete(session.id), 409, "state_conflict")
+    expectError(await c.putPart(session.id, 2, second), 409, "state_conflict")
+    expectError(await c.complete(session.id), 409, "state_conflict")
     const after = await c.getUpload(session.id)
     expect(after.body.data.status).toBe("abandoned")
     if (entry !== undefined) expect(c.storedEntryExists(entry)).toBe(false)
@@ -552,8 +545,8 @@ eachStore("uploads expiry", (h) => {
     expect(state.status).toBe(200)
     expect(state.body.data.status).toBe("expired")
     expect(state.body.data.file_id).toBeNull()
-    c.expectError(await c.putPart(session.id, 1, bytes), 409, "state_conflict")
-    c.expectError(await c.complete(session.id), 409, "state_conflict")
+    expectError(await c.putPart(session.id, 1, bytes), 409, "state_conflict")
+    expectError(await c.complete(session.id), 409, "state_conflict")
 
     await h().housekeeping()
     const swept = await c.getUpload(session.id)

@@ -17,6 +17,7 @@ import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeWebhookSender } from "../../packages/http/src/webhook-sender.js"
 import { eachStore, freshKey, type Harness, startHarness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const SECOND = 1000
 const MINUTE = 60 * SECOND
@@ -209,12 +210,12 @@ eachStore("webhook delivery", (h) => {
   it("deliveries and attempts of another webhook, of another environment or unknown are 404; the list filters by status", async () => {
     const other = await createHook(h(), { url: "http://127.0.0.1:9/none", event_types: ["nothing.happened"], status: "inactive" })
     const { hook, delivery, attempt } = kept!
-    expect((await sandbox(h()).get(`/webhooks/${other.id}/deliveries/${delivery}`)).status).toBe(404)
-    expect((await sandbox(h()).get(`/webhooks/${other.id}/deliveries/${delivery}/attempts/${attempt}`)).status).toBe(404)
-    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/whd_000000001`)).status).toBe(404)
-    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts/wha_000000001`)).status).toBe(404)
-    expect((await api(h(), h().live).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(404)
-    expect((await api(h(), h().live).get(`/webhooks/${hook.id}/deliveries`)).status).toBe(404)
+    expectError(await sandbox(h()).get(`/webhooks/${other.id}/deliveries/${delivery}`), 404, "not_found")
+    expectError(await sandbox(h()).get(`/webhooks/${other.id}/deliveries/${delivery}/attempts/${attempt}`), 404, "not_found")
+    expectError(await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/whd_000000001`), 404, "not_found")
+    expectError(await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts/wha_000000001`), 404, "not_found")
+    expectError(await api(h(), h().live).get(`/webhooks/${hook.id}/deliveries/${delivery}`), 404, "not_found")
+    expectError(await api(h(), h().live).get(`/webhooks/${hook.id}/deliveries`), 404, "not_found")
     expect(await deliveriesOf(h(), hook, "&status=dead")).toEqual([])
     expect((await deliveriesOf(h(), hook, "&status=succeeded")).length).toBe(2)
     expect((await deliveriesOf(h(), other)).length).toBe(0)
@@ -438,22 +439,22 @@ eachStore("webhook delivery", (h) => {
     const details = (res: { body: { error: { details: Array<Record<string, unknown>> } } }) =>
       res.body.error.details.map((d) => [d.field, d.code, d.reason])
     const notReceived = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [other.id, "evt_000000001"] })
-    expect(notReceived.status).toBe(422)
+    expectError(notReceived, 422, "validation_failed", { field: "event_ids[0]", reason: "not_subscribed" })
     expect(details(notReceived)).toEqual([
       ["event_ids[0]", "invalid_value", "not_subscribed"],
       ["event_ids[1]", "invalid_value", "event_not_found"]
     ])
     const both = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [other.id], created_after: other.created_at })
-    expect(both.status).toBe(422)
+    expectError(both, 422, "validation_failed", { reason: "event_ids_or_range" })
     const neither = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, {})
-    expect(neither.status).toBe(422)
+    expectError(neither, 422, "validation_failed", { field: "event_ids", code: "required", reason: "event_ids_or_range" })
     expect(details(neither)).toEqual([["event_ids", "required", "event_ids_or_range"]])
-    expect((await sandbox(h()).post(`/webhooks/whk_000000001/replays`, { event_ids: [other.id] })).status).toBe(404)
+    expectError(await sandbox(h()).post(`/webhooks/whk_000000001/replays`, { event_ids: [other.id] }), 404, "not_found")
     expect(await deliveriesOf(h(), hook)).toEqual([])
   })
 
   it("after the last retry (at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) the delivery is dead and counted in dead_24h", async () => {
-    const rx = await receiver(() => ({ status: 503 }))
+    const rx = await receiver(() => ({ status: 503, body: "unavailable" }))
     try {
       const hook = await createHook(h(), { url: rx.url, event_types: ["showcase.trashed"] })
       const showcase = (await sandbox(h()).post("/showcases", { name: "Doomed" })).body.data.id
@@ -467,7 +468,8 @@ eachStore("webhook delivery", (h) => {
         const attempts = await attemptsOf(h(), hook, delivery!.id)
         const last = attempts[n - 1]!
         expect(last.number).toBe(n)
-        expect(last.http_status).toBe(503)
+        // The receiver's own answer, as recorded in the attempt: its status and its body, no transport error.
+        expect(last).toMatchObject({ http_status: 503, transport_error: null, response_excerpt: "unavailable" })
         if (n <= RETRY_DELAYS.length) {
           expect(delivery!.status).toBe("pending")
           expect(Date.parse(last.next_attempt_at) - Date.parse(last.finished_at)).toBe(RETRY_DELAYS[n - 1])
@@ -504,9 +506,9 @@ eachStore("webhook delivery", (h) => {
     const { hook, delivery, attempt } = kept!
     expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(200)
     h().advance(31 * DAY)
-    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}`)).status).toBe(404)
-    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts`)).status).toBe(404)
-    expect((await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts/${attempt}`)).status).toBe(404)
+    expectError(await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}`), 404, "not_found")
+    expectError(await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts`), 404, "not_found")
+    expectError(await sandbox(h()).get(`/webhooks/${hook.id}/deliveries/${delivery}/attempts/${attempt}`), 404, "not_found")
     expect(await deliveriesOf(h(), hook)).toEqual([])
   })
 })

@@ -6,6 +6,7 @@
  */
 import { expect, it } from "vitest"
 import { eachStore, freshKey, type Harness } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const api = (h: Harness, secret = h.live) => ({
   get: (path: string) => h.request("GET", `/api/v3${path}`, { secret }),
@@ -133,12 +134,13 @@ eachStore("webhooks", (h) => {
 
   it("url and event_types are required; event types follow `resource.verb` or `*`, 1 to 1,000", async () => {
     const missing = await api(h()).post("/webhooks", {})
-    expect(missing.status).toBe(422)
+    expectError(missing, 422, "validation_failed", { field: "url", code: "required" })
     expect(details(missing).sort()).toEqual([["event_types", "required"], ["url", "required"]])
     const empty = await api(h()).post("/webhooks", hook({ event_types: [] }))
+    expectError(empty, 422, "validation_failed", { field: "event_types", code: "too_short" })
     expect(details(empty)).toEqual([["event_types", "too_short"]])
     const malformed = await api(h()).post("/webhooks", hook({ event_types: ["product.created", "Product.Created", "product", "*.created", 7] }))
-    expect(malformed.status).toBe(422)
+    expectError(malformed, 422, "validation_failed", { field: "event_types[1]", code: "invalid_value" })
     expect(details(malformed)).toEqual([
       ["event_types[1]", "invalid_value"],
       ["event_types[2]", "invalid_value"],
@@ -146,6 +148,7 @@ eachStore("webhooks", (h) => {
       ["event_types[4]", "invalid_type"]
     ])
     const tooMany = await api(h()).post("/webhooks", hook({ event_types: Array.from({ length: 1001 }, () => "product.created") }))
+    expectError(tooMany, 422, "too_many_items", { field: "event_types", code: "too_many_items" })
     expect(details(tooMany)).toEqual([["event_types", "too_many_items"]])
     const all = await api(h()).post("/webhooks", hook({ event_types: ["*"] }))
     expect(all.status).toBe(201)
@@ -154,7 +157,7 @@ eachStore("webhooks", (h) => {
 
   it("numbers and enums are bounded: max_per_second 1..100, timeout_ms 1000..30000, status, payload_version", async () => {
     const low = await api(h()).post("/webhooks", hook({ max_per_second: 0, timeout_ms: 999, status: "paused", payload_version: 0 }))
-    expect(low.status).toBe(422)
+    expectError(low, 422, "validation_failed", { field: "status", code: "invalid_value" })
     expect(details(low)).toEqual([
       ["status", "invalid_value"],
       ["max_per_second", "out_of_range"],
@@ -162,24 +165,25 @@ eachStore("webhooks", (h) => {
       ["payload_version", "out_of_range"]
     ])
     const high = await api(h()).post("/webhooks", hook({ max_per_second: 101, timeout_ms: 30001, payload_version: 2 }))
+    expectError(high, 422, "validation_failed", { field: "max_per_second", code: "out_of_range" })
     expect(details(high)).toEqual([
       ["max_per_second", "out_of_range"],
       ["timeout_ms", "out_of_range"],
       ["payload_version", "out_of_range"]
     ])
     const fractional = await api(h()).post("/webhooks", hook({ max_per_second: 1.5 }))
+    expectError(fractional, 422, "validation_failed", { field: "max_per_second", code: "invalid_type" })
     expect(details(fractional)).toEqual([["max_per_second", "invalid_type"]])
   })
 
   it("resource_filters take lists of product IDs; other keys, malformed IDs and empty lists are 422", async () => {
     const unknown = await api(h()).post("/webhooks", hook({ resource_filters: { user_id: ["usr_000000001"] } }))
-    expect(unknown.status).toBe(422)
-    expect(unknown.body.error.code).toBe("unknown_field")
+    expectError(unknown, 422, "unknown_field", { field: "resource_filters.user_id", code: "unknown_field" })
     expect(details(unknown)).toEqual([["resource_filters.user_id", "unknown_field"]])
     const bad = await api(h()).post("/webhooks", hook({ resource_filters: { product_id: ["prd_000000001", "usr_000000001"] } }))
-    expect(bad.status).toBe(422)
-    expect(details(bad)).toContainEqual(["resource_filters.product_id[1]", "invalid"])
+    expectError(bad, 422, "validation_failed", { field: "resource_filters.product_id[1]", code: "invalid" })
     const empty = await api(h()).post("/webhooks", hook({ resource_filters: { product_id: [] } }))
+    expectError(empty, 422, "validation_failed", { field: "resource_filters.product_id", code: "too_short" })
     expect(details(empty)).toContainEqual(["resource_filters.product_id", "too_short"])
     const all = await api(h()).post("/webhooks", hook({ resource_filters: { product_id: null } }))
     expect(all.body.data.resource_filters).toEqual({ product_id: null })
@@ -223,7 +227,8 @@ eachStore("webhooks", (h) => {
     }
     for (const url of ["http://10.0.0.5/hook", "http://169.254.169.254/latest", "http://[fe80::1]/x"]) {
       const res = await api(h(), h().test).post("/webhooks", hook({ url }))
-      expect([url, res.status, details(res)]).toEqual([url, 422, [["url", "invalid_value", "host_not_public"]]])
+      expect([url, res.status, res.body.error?.code, details(res)]).toEqual([url, 422, "validation_failed", [["url", "invalid_value", "host_not_public"]]])
+      expectError(res, 422, "validation_failed", { field: "url", reason: "host_not_public" })
     }
   })
 
@@ -252,9 +257,9 @@ eachStore("webhooks", (h) => {
     const cleared = await api(h()).patch(`/webhooks/${created.id}`, { description: null, resource_filters: {} })
     expect(cleared.body.data).toMatchObject({ description: null, resource_filters: { product_id: null }, revision: 3 })
     const stale = await api(h()).patch(`/webhooks/${created.id}`, { status: "active" }, { "if-match": `W/"webhook:${created.id}:1"` })
-    expect(stale.status).toBe(412)
+    expectError(stale, 412, "revision_mismatch")
     const insecure = await api(h()).patch(`/webhooks/${created.id}`, { url: "http://other.example.com/in" })
-    expect(insecure.status).toBe(422)
+    expectError(insecure, 422, "validation_failed", { field: "url", code: "invalid_value", reason: "https_required" })
     expect(details(insecure)).toEqual([["url", "invalid_value", "https_required"]])
     expect((await api(h()).get(`/webhooks/${created.id}`)).body.data).toMatchObject({ url: "https://other.example.com/in", status: "inactive", revision: 3 })
   })
@@ -273,7 +278,8 @@ eachStore("webhooks", (h) => {
   it("PATCH refuses what create refuses, unknown fields included", async () => {
     const created = (await api(h()).post("/webhooks", hook())).body.data
     const res = await api(h()).patch(`/webhooks/${created.id}`, { event_types: [], max_per_second: 0, health: { pending: 1 } })
-    expect(res.status).toBe(422)
+    // Several kinds of problem at once: validation_failed, each itemized, the unknown field as an `unknown_field` item (§7).
+    expectError(res, 422, "validation_failed", { field: "health", code: "unknown_field" })
     expect(details(res).sort()).toEqual([["event_types", "too_short"], ["health", "unknown_field"], ["max_per_second", "out_of_range"]])
   })
 
@@ -292,7 +298,7 @@ eachStore("webhooks", (h) => {
     const read = await api(h()).get(`/webhooks/${created.id}`)
     expect(read.body.data.revision).toBe(2)
     expect(read.text).not.toContain("whsec_")
-    expect((await api(h()).post(`/webhooks/whk_000000001/secret-rotations`)).status).toBe(404)
+    expectError(await api(h()).post(`/webhooks/whk_000000001/secret-rotations`), 404, "not_found")
   })
 
   it("DELETE removes a webhook for good: 204, then 404 everywhere", async () => {
@@ -300,12 +306,12 @@ eachStore("webhooks", (h) => {
     const removed = await api(h()).del(`/webhooks/${created.id}`)
     expect(removed.status).toBe(204)
     expect(removed.text).toBe("")
-    expect((await api(h()).get(`/webhooks/${created.id}`)).status).toBe(404)
-    expect((await api(h()).patch(`/webhooks/${created.id}`, { status: "inactive" })).status).toBe(404)
-    expect((await api(h()).post(`/webhooks/${created.id}/secret-rotations`)).status).toBe(404)
-    expect((await api(h()).del(`/webhooks/${created.id}`)).status).toBe(404)
+    expectError(await api(h()).get(`/webhooks/${created.id}`), 404, "not_found")
+    expectError(await api(h()).patch(`/webhooks/${created.id}`, { status: "inactive" }), 404, "not_found")
+    expectError(await api(h()).post(`/webhooks/${created.id}/secret-rotations`), 404, "not_found")
+    expectError(await api(h()).del(`/webhooks/${created.id}`), 404, "not_found")
     expect((await api(h()).get("/webhooks?limit=200")).body.data.map((w: { id: string }) => w.id)).not.toContain(created.id)
-    expect((await api(h()).get("/webhooks?deleted=true")).status).toBe(400)
+    expectError(await api(h()).get("/webhooks?deleted=true"), 400, "unknown_parameter", { parameter: "deleted" })
   })
 
   it("GET /webhooks: newest first by default, sort=created_at oldest first, cursor pagination, status filter (§4.3)", async () => {
@@ -389,7 +395,7 @@ eachStore("webhooks", (h) => {
     const limited = (
       await api(h()).post("/credentials", { name: "one", policies: [{ capabilities: ["webhooks.read"], resources: [first.id] }] })
     ).body.data.secret.value
-    expect((await api(h(), limited).get(`/webhooks/${second.id}`)).status).toBe(404)
+    expectError(await api(h(), limited).get(`/webhooks/${second.id}`), 404, "not_found")
     expect((await api(h(), limited).get("/webhooks?limit=200")).body.data.map((w: { id: string }) => w.id)).toEqual([first.id])
     expect((await api(h(), limited).get("/webhooks?event_type=product.created&limit=200")).body.data.map((w: { id: string }) => w.id)).toEqual([
       first.id
@@ -398,8 +404,8 @@ eachStore("webhooks", (h) => {
 
   it("webhooks of one environment are invisible to the other (404)", async () => {
     const created = (await api(h()).post("/webhooks", hook())).body.data
-    expect((await api(h(), h().test).get(`/webhooks/${created.id}`)).status).toBe(404)
-    expect((await api(h(), h().test).post(`/webhooks/${created.id}/secret-rotations`)).status).toBe(404)
+    expectError(await api(h(), h().test).get(`/webhooks/${created.id}`), 404, "not_found")
+    expectError(await api(h(), h().test).post(`/webhooks/${created.id}/secret-rotations`), 404, "not_found")
     expect((await api(h(), h().test).get("/webhooks?limit=200")).body.data.map((w: { id: string }) => w.id)).not.toContain(created.id)
   })
 })

@@ -8,6 +8,7 @@
 import { request as httpRequest } from "node:http"
 import { expect, it } from "vitest"
 import { eachStore, type Harness, type Response } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
 
 const MiB = 1024 * 1024
 const RELEASE = "3.4.7"
@@ -96,24 +97,6 @@ const rawRequest = (baseUrl: string, method: string, path: string, options: RawO
 
 // ---------------------------------------------------------------------------------------
 // Assertions
-
-/** The error envelope of §7, whatever the error: returns `error` for further checks. */
-const expectError = (res: Response, status: number, code: string) => {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code })
-  expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
-  const error = res.body.error
-  expect(typeof error.message).toBe("string")
-  expect(error.message.length).toBeGreaterThan(0)
-  expect(error.request_id).toBe(res.headers.get("x-request-id"))
-  expect(Array.isArray(error.details)).toBe(true)
-  for (const item of error.details) {
-    expect(typeof item.code).toBe("string")
-    expect(typeof item.message).toBe("string")
-    expect(item.message.length).toBeGreaterThan(0)
-    expect(typeof (item.field ?? item.parameter)).toBe("string")
-  }
-  return error as { code: string; message: string; request_id: string; details: Array<any> }
-}
 
 const expectReleaseHeaders = (res: Response) => {
   expect(res.headers.get("x-request-id") ?? "").toMatch(/^req_[0-9A-Za-z]+$/)
@@ -403,7 +386,7 @@ eachStore("wire rules", (h: () => Harness) => {
     )
     expect(portuguese.message).not.toBe(english.message)
     expect(portuguese.details.map((d) => [d.parameter, d.code])).toEqual(english.details.map((d) => [d.parameter, d.code]))
-    expect(portuguese.details[0].message).not.toBe(english.details[0].message)
+    expect(portuguese.details[0]!.message).not.toBe(english.details[0]!.message)
   })
 
   // §4.1 X-Client-Request-Id --------------------------------------------------------------
@@ -517,7 +500,7 @@ eachStore("wire rules", (h: () => Harness) => {
     "a path outside /api/v3 (%s) is 404",
     async (path) => {
       const res = await get(path)
-      expect(res.status).toBe(404)
+      expectError(res, 404, "not_found")
       expectReleaseHeaders(res)
     }
   )

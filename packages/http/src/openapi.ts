@@ -379,6 +379,8 @@ const errorCodesByStatus = (operation: Operation, deprecated: boolean): Readonly
   const implied: ReadonlyArray<ErrorCode> = [
     ...pipelineErrors,
     ...(operation.capability !== "authenticated" ? (["permission_denied"] as const) : []),
+    // An array of the body over its maximum, alone, is 422 `too_many_items` (§8.2).
+    ...(operation.body !== undefined ? (["too_many_items"] as const) : []),
     ...(operation.sandboxOnly ? (["sandbox_only"] as const) : []),
     ...(operation.idempotency === "required" ? (["idempotency_key_required"] as const) : []),
     ...(operation.idempotency !== "none"

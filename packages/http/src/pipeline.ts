@@ -96,7 +96,11 @@ const decodeStrict = <S extends Schema.Schema.AnyNoContext>(
   const unknownCode = location === "field" ? "unknown_field" : "unknown_parameter"
   const unknown = details.filter((d) => d.code === unknownCode)
   if (location === "parameter" && unknown.length > 0) return Either.left(apiError("unknown_parameter", { details: unknown }))
-  if (unknown.length === details.length) return Either.left(apiError("unknown_field", { details }))
+  // A problem of one kind that has its own code names the error (§7 `unknown_field`, §8.2
+  // `too_many_items`); mixed problems are a `validation_failed` listing each.
+  const kinds = new Set(details.map((d) => d.code))
+  const [only] = kinds
+  if (kinds.size === 1 && (only === "unknown_field" || only === "too_many_items")) return Either.left(apiError(only, { details }))
   return Either.left(apiError("validation_failed", { details }))
 }
 
