@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { bearerOf } from "../src/auth.js"
+import { bearerOf } from "@syllabus/core"
 
 describe("Authorization: Bearer", () => {
   it("takes the one token after the scheme, case-insensitively", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { allows, checkDelegation, grantOf, type Policy } from "../src/capabilities.js"
+import { allows, checkDelegation, grantOf, type Policy } from "@syllabus/core"
 
 const caps = (capabilities: Array<string>, resources: Array<string> | null = null): Policy => ({
   capabilities,

@@ -1,6 +1,6 @@
 import { Option } from "effect"
 import { describe, expect, it } from "vitest"
-import { encodeIdBody, formatId, ID_MAX, nextIdNumber, parseId } from "../src/ids.js"
+import { encodeIdBody, formatId, ID_MAX, nextIdNumber, parseId } from "@syllabus/core"
 
 describe("public IDs", () => {
   it("round-trip through their prefix and fixed-width body", () => {

@@ -1,5 +1,5 @@
 import { describe, it, expect } from "vitest"
-import { detailOnlyCodes, errorStatus, type DetailCode } from "../src/errors.js"
+import { detailOnlyCodes, errorStatus, type DetailCode } from "@syllabus/core"
 import {
   formatMessage,
   languages,
@@ -8,7 +8,7 @@ import {
   placeholdersOf,
   renderMessage,
   type MessageCatalog
-} from "../src/messages.js"
+} from "@syllabus/core"
 
 const allCodes: ReadonlyArray<DetailCode> = [
   ...(Object.keys(errorStatus) as ReadonlyArray<keyof typeof errorStatus>),

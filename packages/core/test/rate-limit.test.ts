@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { decide, slidingCount } from "../src/rate-limit.js"
+import { decide, slidingCount } from "@syllabus/core"
 
 const start = 1_000_000 * 60_000
 

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { acceptedTotpCodes, base32Decode, base32Encode } from "../src/totp.js"
+import { acceptedTotpCodes, base32Decode, base32Encode } from "@syllabus/core"
 
 const hmacSha1 = (key: Uint8Array, message: Uint8Array) => new Uint8Array(createHmac("sha1", key).update(message).digest())
 const rfcSecret = base32Encode(new TextEncoder().encode("12345678901234567890"))

@@ -12,6 +12,7 @@ import {
   operationsWorker,
   RateLimitConfig,
   Records,
+  ReleaseCapabilityCatalog,
   StorageUnavailable,
   type Tenant,
   webhookDeliveryWorker,
@@ -97,6 +98,7 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     options.oauthUrl === undefined ? Layer.empty : Layer.succeed(OAuthConfig, { oauthUrl: options.oauthUrl.replace(/\/+$/, "") }),
     options.rateLimits === "off" ? RateLimitConfig.off : RateLimitConfig.contract,
     ServerSettings.layer(options.settings),
+    ReleaseCapabilityCatalog,
     options.webhookSender ?? NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true })
   )
   const workers =

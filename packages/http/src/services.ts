@@ -1,9 +1,11 @@
 /**
  * The services the HTTP adapter runs on: a store (records, unit of work, idempotency, rate
- * counters), the platform's crypto, IDs, the access-token checker, and the server settings.
+ * counters), the platform's crypto, IDs, the access-token checker, the release's capability
+ * catalog, and the server settings.
  */
 import type {
   AccessTokens,
+  CapabilityCatalog,
   Crypto,
   FileStorage,
   Idempotency,
@@ -28,6 +30,7 @@ export type AppServices =
   | RateLimitConfig
   | ServerSettings
   | OperationKinds
+  | CapabilityCatalog
 
 export const RELEASE = "3.4.7"
 

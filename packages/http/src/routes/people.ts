@@ -3,24 +3,26 @@
  * tags (the derived operations, with the view each needs), a user's tags, and administrators
  * (account-level, so served by their own use cases), with two-factor enrollment.
  */
-import { type ApiError, type Caller, type JsonObject, type Records, resourceEtag, resourceView } from "@syllabus/core"
-import { Effect, Schema } from "effect"
-// The group's use cases are not re-exported by `@syllabus/core`'s index (resources/index.ts
-// exports only the group arrays), hence the path into the package.
 import {
   administratorEtag,
   administrators,
   administratorView,
+  type ApiError,
+  type Caller,
   ConfirmTwoFactorBody,
   confirmTwoFactorEnrollment,
   CreateAdministratorBody,
   createAdministrator,
   getAdministrator,
+  type JsonObject,
   listAdministrators,
+  type Records,
   removeAdministrator,
   ReplaceUserTagsBody,
   replaceUserTags,
   requireReadPersonal,
+  resourceEtag,
+  resourceView,
   startTwoFactorEnrollment,
   tags,
   tagViews,
@@ -29,7 +31,8 @@ import {
   UpdateAdministratorBody,
   userViews,
   users
-} from "../../../core/src/resources/people.js"
+} from "@syllabus/core"
+import { Effect, Schema } from "effect"
 import { defineOperation, type Operation, type Reply } from "../operation.js"
 import { pageLimit, pageQuery } from "../query.js"
 import { representationSchema, resourceOperations } from "../resources.js"

@@ -2,10 +2,8 @@
  * Operations of the "taxonomies" group beyond the derived list/get/create/update/delete of
  * taxonomies and terms: the terms of a blog's lesson (open-points), read and replaced as a set.
  */
+import { LessonTermsBody, listLessonTerms, replaceLessonTerms, taxonomyTerms } from "@syllabus/core"
 import { Effect } from "effect"
-// The group's use cases are not re-exported by `@syllabus/core` (resources/index.ts exports
-// only the definitions); imported from the group's file until it is.
-import { LessonTermsBody, listLessonTerms, replaceLessonTerms, taxonomyTerms } from "../../../core/src/resources/taxonomies.js"
 import { defineOperation, type Operation } from "../operation.js"
 import { representationSchema } from "../resources.js"
 

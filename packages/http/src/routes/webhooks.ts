@@ -4,18 +4,18 @@
  * signing secret once (`secret.value`; a replay is 409 `secret_not_replayable`), and the
  * list adds the `event_type` filter.
  */
-import { Caller, resourceEtag, visibleResources } from "@syllabus/core"
-import { Effect, Schema } from "effect"
-// The group's use cases are not re-exported by `@syllabus/core` (its resources index only
-// exports the wired names); once it exports `./webhooks.js`, import them from there.
 import {
+  Caller,
   CreateWebhookBody,
   createWebhook,
   EventTypeName,
   listWebhooks,
+  resourceEtag,
   rotateWebhookSecret,
+  visibleResources,
   webhooks
-} from "../../../core/src/resources/webhooks.js"
+} from "@syllabus/core"
+import { Effect, Schema } from "effect"
 import { defineOperation, type Operation } from "../operation.js"
 import { pageLimit, pageQuery } from "../query.js"
 import { representationSchema, resourceOperations } from "../resources.js"

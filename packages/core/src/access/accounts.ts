@@ -1,0 +1,109 @@
+/**
+ * Accounts and their administrators, and the operator's way to open an account: one
+ * administrator and one credential per environment, in `both` mode with every capability,
+ * whose secrets are returned once.
+ */
+import { Clock, Effect } from "effect"
+import { Crypto } from "../ports/crypto.js"
+import { type Environment, environments, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
+import { formatTimestamp } from "../records/time.js"
+import { Ids } from "./context.js"
+import { ADMINISTRATOR_TYPE, CREDENTIAL_TYPE, credentialData, newSecret, SECRET_HASH_KEY } from "./credentials.js"
+
+export const ACCOUNT_TYPE = "account"
+
+/** `active`; `blocked` (403 `instance_blocked`); `unavailable` (403 `instance_unavailable`). */
+export type AccountStatus = "active" | "blocked" | "unavailable"
+
+export const accountHome = (accountId: string): Tenant => ({ accountId, environment: "production" })
+
+export const loadAccount = (accountId: string) =>
+  Effect.flatMap(Records, (records) => records.get(accountHome(accountId), ACCOUNT_TYPE, accountId))
+
+export interface OpenAccountInput {
+  readonly name: string
+  readonly subdomain: string
+  readonly administrator: { readonly email: string; readonly name: string; readonly password: string }
+}
+
+export interface OpenedAccount {
+  readonly account: StoredRecord
+  readonly administrator: StoredRecord
+  readonly credentials: ReadonlyArray<{ readonly environment: Environment; readonly id: string; readonly secret: string }>
+}
+
+/** Open an account with its first administrator and a full-access credential per environment. */
+export const openAccount = Effect.fn("Accounts.open")(function* (input: OpenAccountInput) {
+  const records = yield* Records
+  const ids = yield* Ids
+  const crypto = yield* Crypto
+  const uow = yield* UnitOfWork
+  const nowMs = yield* Clock.currentTimeMillis
+  const now = formatTimestamp(nowMs)
+
+  const accountId = yield* ids.next("account")
+  const home = accountHome(accountId)
+  const adminId = yield* ids.next("administrator")
+
+  return yield* uow.transaction(
+    Effect.gen(function* () {
+      const account = yield* records.insert(
+        home,
+        ACCOUNT_TYPE,
+        accountId,
+        { object: "account", id: accountId, name: input.name, subdomain: input.subdomain, status: "active", created_at: now },
+        [{ name: "subdomain", value: input.subdomain.toLowerCase(), global: true }]
+      )
+      const administrator = yield* records.insert(
+        home,
+        ADMINISTRATOR_TYPE,
+        adminId,
+        {
+          object: "administrator",
+          id: adminId,
+          email: input.administrator.email.toLowerCase(),
+          name: input.administrator.name,
+          status: "active",
+          password_hash: crypto.hashPassword(input.administrator.password),
+          totp_secret: null,
+          created_at: now,
+          updated_at: now
+        },
+        [{ name: "email", value: input.administrator.email.toLowerCase() }]
+      )
+      const credentials = yield* Effect.forEach(environments, (environment) =>
+        Effect.gen(function* () {
+          const id = yield* ids.next("credential")
+          const secret = yield* newSecret(environment)
+          const data = credentialData({
+            id,
+            name: `Default ${environment} credential`,
+            purpose: "Created with the account",
+            authMode: "both",
+            environment,
+            expiresAt: null,
+            createdBy: { id: adminId, kind: "admin" },
+            policies: [{ capabilities: null, template: "full_access", resources: null }],
+            secret,
+            administrators: [{ administrator_id: adminId, linked_at: now }],
+            now: nowMs
+          })
+          yield* records.insert({ accountId, environment }, CREDENTIAL_TYPE, id, data, [
+            { name: SECRET_HASH_KEY, value: secret.hash, global: true }
+          ])
+          return { environment, id, secret: secret.value }
+        })
+      )
+      return { account, administrator, credentials } satisfies OpenedAccount
+    })
+  )
+})
+
+/** Operator action: block, make unavailable, or reactivate an account. */
+export const setAccountStatus = Effect.fn("Accounts.setStatus")(function* (accountId: string, status: AccountStatus) {
+  const records = yield* Records
+  const account = yield* loadAccount(accountId)
+  if (!account) return false
+  yield* records.update(accountHome(accountId), ACCOUNT_TYPE, accountId, { ...account.data, status })
+  return true
+})

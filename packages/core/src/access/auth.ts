@@ -1,0 +1,153 @@
+/**
+ * Who is calling (§5): autonomous mode (`Authorization: Bearer <secret>`) or human mode
+ * (`X-API-Key: <secret>` plus `Authorization: Bearer <access token>`), with the checks of
+ * §5.1 and §5.3 in their order. Failing to verify is 503, never access.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { type ApiError, apiError } from "../errors/errors.js"
+import { Crypto } from "../ports/crypto.js"
+import { Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
+import { ACCOUNT_TYPE, accountHome } from "./accounts.js"
+import type { CallerInfo } from "./context.js"
+import { credentialGrant, CREDENTIAL_TYPE, effectiveStatus, SECRET_HASH_KEY, secretPattern } from "./credentials.js"
+import { CapabilityCatalog, type CapabilityCatalogShape } from "./policies.js"
+
+/** A verified administrator access token (issued by the OAuth server of §5.2). */
+export interface AccessTokenClaims {
+  readonly administratorId: string
+  readonly accountId: string
+  /** Epoch ms. */
+  readonly expiresAt: number
+}
+
+export type AccessTokenProblem =
+  /** Bad signature, `aud`, `iss`, expiry, unknown key, or revoked. */
+  | "invalid"
+  /** An ID token (or anything that is not an access token) was sent. */
+  | "not_an_access_token"
+
+/** Checks administrator access tokens. Human mode exists only where an issuer is configured. */
+export class AccessTokens extends Context.Tag("@syllabus/core/AccessTokens")<
+  AccessTokens,
+  { readonly verify: (token: string) => Effect.Effect<AccessTokenClaims, AccessTokenProblem | StoreUnavailable> }
+>() {
+  /** No authorization server: no access token is valid. */
+  static readonly none = Layer.succeed(AccessTokens, { verify: () => Effect.fail("invalid" as const) })
+}
+
+/** The authentication headers as received: every value of each (a repeated header is ambiguous). */
+export interface PresentedCredentials {
+  readonly authorization: ReadonlyArray<string>
+  readonly apiKey: ReadonlyArray<string>
+}
+
+const unverifiable = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
+
+/** The token of `Bearer <token>` (one run of non-spaces: the pattern must not backtrack on hostile input). */
+export const bearerOf = (header: string): string | undefined => {
+  const match = /^Bearer +(\S+)$/i.exec(header.trim())
+  return match?.[1]
+}
+
+const looksLikeJwt = (token: string): boolean => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)
+
+/** Find the credential of a secret: the current one, or a rotated-out one still in its grace period. */
+const credentialOfSecret = Effect.fnUntraced(function* (secret: string) {
+  if (!secretPattern.test(secret)) return yield* Effect.fail(apiError("unauthenticated"))
+  const crypto = yield* Crypto
+  const records = yield* Records
+  const now = yield* Clock.currentTimeMillis
+  const hash = crypto.hashSecret(secret)
+  const current = yield* records
+    .findUnique("global", CREDENTIAL_TYPE, { name: SECRET_HASH_KEY, value: hash })
+    .pipe(Effect.mapError(unverifiable))
+  if (current) return current
+  const previous = yield* records
+    .findUnique("global", CREDENTIAL_TYPE, { name: "previous_" + SECRET_HASH_KEY, value: hash })
+    .pipe(Effect.mapError(unverifiable))
+  const graceUntil = previous?.data.previous_secret_valid_until
+  if (previous && typeof graceUntil === "string" && Date.parse(graceUntil) > now) return previous
+  return yield* Effect.fail(apiError("unauthenticated"))
+})
+
+/** §5.1: the credential's own state, then its account's. */
+const checkCredentialState = Effect.fnUntraced(function* (credential: StoredRecord) {
+  const now = yield* Clock.currentTimeMillis
+  const status = effectiveStatus(credential.data, now)
+  if (status === "revoked") return yield* Effect.fail(apiError("credential_revoked"))
+  if (status === "suspended") return yield* Effect.fail(apiError("credential_suspended"))
+  if (status === "expired") return yield* Effect.fail(apiError("credential_expired"))
+  const records = yield* Records
+  const account = yield* records
+    .get(accountHome(credential.tenant.accountId), ACCOUNT_TYPE, credential.tenant.accountId)
+    .pipe(Effect.mapError(unverifiable))
+  if (!account || account.data.status === "blocked") return yield* Effect.fail(apiError("instance_blocked"))
+  if (account.data.status !== "active") return yield* Effect.fail(apiError("instance_unavailable"))
+})
+
+const callerOf = (
+  credential: StoredRecord,
+  requestId: string,
+  human: CallerInfo["human"],
+  catalog: CapabilityCatalogShape
+): CallerInfo => ({
+  tenant: credential.tenant as Tenant,
+  requestId,
+  credential: credential.data as CallerInfo["credential"],
+  record: credential,
+  grant: credentialGrant(credential.data, catalog),
+  human
+})
+
+/** Authenticate one request; the caller, or the contract's error. */
+export const authenticate = (
+  presented: PresentedCredentials,
+  requestId: string
+): Effect.Effect<CallerInfo, ApiError, Records | Crypto | AccessTokens | CapabilityCatalog> =>
+  Effect.gen(function* () {
+    const catalog = yield* CapabilityCatalog
+    if (presented.authorization.length > 1 || presented.apiKey.length > 1) {
+      return yield* Effect.fail(apiError("ambiguous_credentials"))
+    }
+    const authorization = presented.authorization[0]
+    const apiKey = presented.apiKey[0]
+
+    if (apiKey === undefined) {
+      // Autonomous mode.
+      const secret = authorization === undefined ? undefined : bearerOf(authorization)
+      if (secret === undefined) return yield* Effect.fail(apiError("unauthenticated"))
+      const credential = yield* credentialOfSecret(secret)
+      yield* checkCredentialState(credential)
+      if (credential.data.auth_mode === "human_required") return yield* Effect.fail(apiError("human_context_required"))
+      return callerOf(credential, requestId, null, catalog)
+    }
+
+    // Human mode, in the order of §5.3.
+    const credential = yield* credentialOfSecret(apiKey.trim())
+    yield* checkCredentialState(credential)
+    if (credential.data.auth_mode === "autonomous") return yield* Effect.fail(apiError("human_mode_not_allowed"))
+    const token = authorization === undefined ? undefined : bearerOf(authorization)
+    if (token === undefined) return yield* Effect.fail(apiError("human_context_required"))
+    if (secretPattern.test(token)) return yield* Effect.fail(apiError("ambiguous_credentials"))
+    if (!looksLikeJwt(token)) return yield* Effect.fail(apiError("invalid_access_token"))
+    const tokens = yield* AccessTokens
+    const claims = yield* tokens.verify(token).pipe(
+      Effect.mapError((problem) =>
+        problem === "not_an_access_token"
+          ? apiError("ambiguous_credentials")
+          : problem === "invalid"
+            ? apiError("invalid_access_token")
+            : unverifiable(problem)
+      )
+    )
+    if (claims.accountId !== credential.tenant.accountId) return yield* Effect.fail(apiError("tenant_mismatch"))
+    const links = (credential.data.administrators ?? []) as ReadonlyArray<{ administrator_id: string; linked_at: string }>
+    const link = links.find((l) => l.administrator_id === claims.administratorId)
+    if (!link) return yield* Effect.fail(apiError("admin_not_eligible"))
+    return callerOf(
+      credential,
+      requestId,
+      { adminId: claims.administratorId, expiresAt: claims.expiresAt, eligibleSince: link.linked_at },
+      catalog
+    )
+  })

@@ -1,0 +1,676 @@
+/**
+ * Webhook delivery (§2.3 `webhook_delivery_attempt`, §4.3, §6, §8.3, open-points "Events and
+ * webhooks"): every event recorded in an environment is fanned out to the active webhooks of
+ * that environment that subscribe to its type (or `*`) and whose resource filters it passes,
+ * as one `webhook_delivery` (`whd_`) per webhook and event. A delivery carries the event JSON
+ * as it was recorded (in the webhook's pinned `payload_version`), and workers in any process
+ * on the same store send it, claiming it with a conditional update on its revision, as the
+ * operations worker does. Each try is a `webhook_delivery_attempt` (`wha_`).
+ *
+ * - Retries: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; a delivery whose
+ *   eighth attempt fails is `dead`. A 2xx within `timeout_ms` is success; anything else
+ *   (another status, a redirect, which is never followed, a refused destination, a timeout)
+ *   is a failed attempt.
+ * - At least once: a delivery stays `pending` until an attempt succeeds or it dies; a worker
+ *   that dies mid-send leaves a lease that runs out, and the delivery is sent again.
+ * - `health` on the webhook is recomputed from the retained deliveries and attempts after
+ *   every change and when a counted item leaves its 24-hour window.
+ * - Deliveries and attempts are kept 30 days from their creation (404 afterwards).
+ * - Replays (`POST /webhooks/{id}/replays`) make new deliveries (origin `replay`) of events
+ *   still retained, with the JSON recorded when they occurred.
+ *
+ * Sending is a port (`WebhookSender`): the HTTP implementation signs the request with the
+ * Standard Webhooks scheme and checks the destination when it connects.
+ */
+import { Clock, Context, Effect, Option, Random, Ref, Schedule } from "effect"
+import { Caller, Ids } from "../access/context.js"
+import { apiError, type DetailItem } from "../errors/errors.js"
+import { type Environment, type Json, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork, type Where } from "../ports/store.js"
+import { paginate } from "../records/pagination.js"
+import { DAY, formatTimestamp, HOUR, MINUTE, parseTimestamp, SECOND } from "../records/time.js"
+import { inOrder } from "../records/views.js"
+import { EVENT_RETENTION_MS, EVENT_TYPE, eventView } from "./events.js"
+
+/** The destination rules of registration, also checked by senders when they connect. */
+export { type DestinationProblem, destinationProblem } from "./webhooks-destination.js"
+
+export const WEBHOOK_TYPE = "webhook"
+export const WEBHOOK_DELIVERY_TYPE = "webhook_delivery"
+export const WEBHOOK_ATTEMPT_TYPE = "webhook_delivery_attempt"
+/** §8.3: deliveries and their attempts are kept 30 days. */
+export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * DAY
+/** The wait before attempt n + 1 after attempt n failed (open-points: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
+export const WEBHOOK_RETRY_DELAYS_MS: ReadonlyArray<number> = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR]
+/** The first attempt plus one per retry; a delivery whose last attempt fails is `dead`. */
+export const WEBHOOK_MAX_ATTEMPTS = WEBHOOK_RETRY_DELAYS_MS.length + 1
+/** How long a claimed delivery stays with its worker beyond the request's own timeout. */
+const LEASE_MARGIN_MS = 30 * SECOND
+/** An inactive webhook's pending deliveries wait; they are looked at again this often. */
+const INACTIVE_RECHECK_MS = MINUTE
+const WINDOW_MS = DAY
+/** A replay covers at most this many events (§8.2, items in an array). */
+export const MAX_REPLAY_EVENTS = 1000
+
+export const webhookDeliveryFields = [
+  "object",
+  "id",
+  "webhook_id",
+  "event_id",
+  "event_type",
+  "payload_version",
+  "origin",
+  "status",
+  "attempt_count",
+  "next_attempt_at",
+  "created_at",
+  "updated_at",
+  "finished_at",
+  "expires_at"
+] as const
+
+export const webhookAttemptFields = [
+  "object",
+  "id",
+  "delivery_id",
+  "number",
+  "origin",
+  "started_at",
+  "finished_at",
+  "next_attempt_at",
+  "http_status",
+  "duration_ms",
+  "transport_error",
+  "response_excerpt"
+] as const
+
+export const webhookDeliveryView = (record: StoredRecord): JsonObject => inOrder(record.data, webhookDeliveryFields)
+export const webhookAttemptView = (record: StoredRecord): JsonObject => inOrder(record.data, webhookAttemptFields)
+
+// ---------------------------------------------------------------------------------------
+// The sending port
+
+/** One HTTP request of a delivery attempt. */
+export interface WebhookRequest {
+  readonly url: string
+  /** The webhook's environment: production only reaches public `https` destinations. */
+  readonly environment: Environment
+  /** The exact bytes sent (and signed): the event JSON as recorded. */
+  readonly body: string
+  /** Standard Webhooks `webhook-id`: the event ID, the same on every attempt and replay. */
+  readonly messageId: string
+  /** Standard Webhooks `webhook-timestamp`, in seconds. */
+  readonly timestamp: number
+  /** The webhook's signing secret, `whsec_<base64>`. */
+  readonly secret: string
+  readonly timeoutMs: number
+}
+
+/** What came back: a status (any, redirects included) or a transport error, never both. */
+export interface WebhookResponse {
+  readonly httpStatus: number | null
+  /**
+   * `timeout`, `destination_not_allowed`, `dns_failure`, `connection_refused`,
+   * `connection_reset`, `tls_error` or `network_error`.
+   */
+  readonly transportError: string | null
+  /** The start of the response body as text, unmasked (the core masks it). */
+  readonly responseText: string | null
+  readonly durationMs: number
+}
+
+export class WebhookSender extends Context.Tag("@syllabus/core/WebhookSender")<
+  WebhookSender,
+  { readonly send: (request: WebhookRequest) => Effect.Effect<WebhookResponse> }
+>() {}
+
+/**
+ * §4.3 `response_excerpt` is masked: at most 200 characters of the response body, control
+ * characters as spaces, e-mail addresses as `***@***`, and every token of 12 or more
+ * letters, digits and `_-+/=.` with a digit in it (keys, tokens, card numbers) as its first
+ * four characters and `****`.
+ */
+export const maskExcerpt = (text: string | null): string | null => {
+  if (text === null) return null
+  return text
+    .slice(0, 200)
+    .replace(/[\u0000-\u001f\u007f]/g, " ")
+    .replace(/[^\s@"'<>,;:]+@[^\s@"'<>,;:]+/g, "***@***")
+    .replace(/[A-Za-z0-9_\-+/=.]{12,}/g, (token) => (/\d/.test(token) ? `${token.slice(0, 4)}****` : token))
+}
+
+// ---------------------------------------------------------------------------------------
+// Which webhooks receive an event
+
+const stringList = (value: Json | undefined): ReadonlyArray<string> =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []
+
+/** Subscribed to the type (or `*`), and inside its resource filters. */
+export const webhookReceives = (webhook: JsonObject, event: JsonObject): boolean => {
+  const types = stringList(webhook.event_types)
+  if (!types.includes("*") && !types.includes(String(event.type))) return false
+  const products = (webhook.resource_filters as JsonObject | null)?.product_id
+  if (Array.isArray(products)) {
+    const resource = ((event.data as JsonObject | null)?.object ?? {}) as JsonObject
+    const own = resource.object === "product" ? resource.id : resource.product_id
+    if (typeof own !== "string" || !products.includes(own)) return false
+  }
+  return true
+}
+
+/** The bytes a webhook receives for an event: the envelope as recorded, in its pinned version. */
+const recordedBody = (event: JsonObject): string => JSON.stringify(eventView(event))
+
+const newDelivery = (
+  webhook: StoredRecord,
+  event: JsonObject,
+  origin: "automatic" | "replay",
+  id: string,
+  now: number
+): JsonObject => ({
+  object: "webhook_delivery",
+  id,
+  webhook_id: webhook.id,
+  event_id: String(event.id),
+  event_type: String(event.type),
+  payload_version: Number(event.version),
+  origin,
+  status: "pending",
+  attempt_count: 0,
+  next_attempt_at: formatTimestamp(now),
+  created_at: formatTimestamp(now),
+  updated_at: formatTimestamp(now),
+  finished_at: null,
+  expires_at: formatTimestamp(now + WEBHOOK_DELIVERY_RETENTION_MS),
+  // Internal: what is sent, when it is due, and the worker holding it.
+  body: recordedBody(event),
+  due_at: now,
+  lease_owner: null,
+  lease_until: null
+})
+
+const activeWebhooks = (tenant: Tenant) =>
+  Effect.flatMap(Records, (records) =>
+    records.list(tenant, WEBHOOK_TYPE, {
+      where: [{ field: "status", op: "eq", value: "active" }],
+      sort: { field: "id", kind: "text", direction: "asc" },
+      limit: 1000
+    })
+  )
+
+const tenantKey = (tenant: Tenant) => `${tenant.accountId}:${tenant.environment}`
+
+/**
+ * Fan out the events not yet fanned out: in one unit of work per event, its deliveries and
+ * the mark on the event (a conditional update: of two workers, one wins and the other's
+ * deliveries roll back). A webhook receives the events recorded after it was created.
+ */
+const fanOut = (batch: number) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    const ids = yield* Ids
+    const events = yield* records.scan(EVENT_TYPE, [{ field: "webhook_fanout", op: "eq", value: null }], batch)
+    const hooks = new Map<string, ReadonlyArray<StoredRecord>>()
+    const touched = new Map<string, { tenant: Tenant; webhookId: string }>()
+    for (const event of events) {
+      const key = tenantKey(event.tenant)
+      if (!hooks.has(key)) hooks.set(key, yield* activeWebhooks(event.tenant))
+      const targets = hooks
+        .get(key)!
+        .filter((w) => String(w.data.created_at) <= String(event.data.created_at) && Number(w.data.payload_version) === Number(event.data.version))
+        .filter((w) => webhookReceives(w.data, event.data))
+      const now = yield* Clock.currentTimeMillis
+      const done = yield* uow
+        .transaction(
+          Effect.gen(function* () {
+            const current = yield* records.get(event.tenant, EVENT_TYPE, event.id)
+            if (!current || (current.data.webhook_fanout ?? null) !== null) return false
+            for (const webhook of targets) {
+              const id = yield* ids.next("webhook_delivery")
+              yield* records.insert(event.tenant, WEBHOOK_DELIVERY_TYPE, id, newDelivery(webhook, current.data, "automatic", id, now))
+            }
+            yield* records.update(event.tenant, EVENT_TYPE, event.id, { ...current.data, webhook_fanout: targets.length }, {
+              expectedRevision: current.revision
+            })
+            return true
+          })
+        )
+        .pipe(Effect.catchTags({ RevisionConflict: () => Effect.succeed(false), UniqueViolation: () => Effect.succeed(false) }))
+      if (done) for (const w of targets) touched.set(`${key}:${w.id}`, { tenant: event.tenant, webhookId: w.id })
+    }
+    yield* Effect.forEach(touched.values(), ({ tenant, webhookId }) => refreshHealth(tenant, webhookId), { discard: true })
+    return events.length
+  })
+
+// ---------------------------------------------------------------------------------------
+// Health
+
+const countOf = (tenant: Tenant, type: string, where: ReadonlyArray<Where>) =>
+  Effect.map(Records, (records) => records.count(tenant, type, where, [])).pipe(
+    Effect.flatten,
+    Effect.map((rows) => rows[0]?.count ?? 0)
+  )
+
+const firstBy = (tenant: Tenant, type: string, where: ReadonlyArray<Where>, direction: "asc" | "desc") =>
+  Effect.flatMap(Records, (records) =>
+    records.list(tenant, type, { where, sort: { field: "finished_at", kind: "text", direction }, limit: 1 })
+  ).pipe(Effect.map((rows) => (rows[0] ? String(rows[0].data.finished_at) : null)))
+
+/**
+ * Recompute the `health` of a webhook from its retained deliveries and attempts, and save it
+ * when it changed (no event: health is not an edit). `health_refresh_at` is when a counted
+ * item leaves its 24-hour window, for the worker to recompute then.
+ */
+export const refreshHealth = (tenant: Tenant, webhookId: string) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const now = yield* Clock.currentTimeMillis
+    const since = formatTimestamp(now - WINDOW_MS)
+    const ofWebhook: Where = { field: "webhook_id", op: "eq", value: webhookId }
+    const delivered: ReadonlyArray<Where> = [ofWebhook, { field: "status", op: "eq", value: "succeeded" }, { field: "finished_at", op: "gte", value: since }]
+    const dead: ReadonlyArray<Where> = [ofWebhook, { field: "status", op: "eq", value: "dead" }, { field: "finished_at", op: "gte", value: since }]
+    const failed: ReadonlyArray<Where> = [ofWebhook, { field: "outcome", op: "eq", value: "failed" }, { field: "finished_at", op: "gte", value: since }]
+    const lastSuccess = yield* firstBy(tenant, WEBHOOK_ATTEMPT_TYPE, [ofWebhook, { field: "outcome", op: "eq", value: "succeeded" }], "desc")
+    const lastFailure = yield* firstBy(tenant, WEBHOOK_ATTEMPT_TYPE, [ofWebhook, { field: "outcome", op: "eq", value: "failed" }], "desc")
+    const health = {
+      consecutive_failures: yield* countOf(tenant, WEBHOOK_ATTEMPT_TYPE, [
+        ofWebhook,
+        { field: "outcome", op: "eq", value: "failed" },
+        ...(lastSuccess ? [{ field: "finished_at", op: "gt" as const, value: lastSuccess }] : [])
+      ]),
+      dead_24h: yield* countOf(tenant, WEBHOOK_DELIVERY_TYPE, dead),
+      delivered_24h: yield* countOf(tenant, WEBHOOK_DELIVERY_TYPE, delivered),
+      failed_24h: yield* countOf(tenant, WEBHOOK_ATTEMPT_TYPE, failed),
+      pending: yield* countOf(tenant, WEBHOOK_DELIVERY_TYPE, [ofWebhook, { field: "status", op: "in", values: ["pending", "sending"] }]),
+      last_failure_at: lastFailure,
+      last_success_at: lastSuccess
+    }
+    const oldest = [
+      yield* firstBy(tenant, WEBHOOK_DELIVERY_TYPE, delivered, "asc"),
+      yield* firstBy(tenant, WEBHOOK_DELIVERY_TYPE, dead, "asc"),
+      yield* firstBy(tenant, WEBHOOK_ATTEMPT_TYPE, failed, "asc")
+    ].filter((t): t is string => t !== null)
+    const refreshAt = oldest.length === 0 ? null : Math.min(...oldest.map((t) => Date.parse(t) + WINDOW_MS)) + 1
+    for (let tries = 0; tries < 5; tries++) {
+      const webhook = yield* records.get(tenant, WEBHOOK_TYPE, webhookId)
+      if (!webhook) return
+      if (JSON.stringify(webhook.data.health) === JSON.stringify(health) && (webhook.data.health_refresh_at ?? null) === refreshAt) return
+      const saved = yield* records
+        .update(tenant, WEBHOOK_TYPE, webhookId, { ...webhook.data, health, health_refresh_at: refreshAt }, { expectedRevision: webhook.revision })
+        .pipe(
+          Effect.as(true),
+          Effect.catchTags({ RevisionConflict: () => Effect.succeed(false), UniqueViolation: () => Effect.succeed(false) })
+        )
+      if (saved) return
+    }
+  })
+
+// ---------------------------------------------------------------------------------------
+// Attempts
+
+/** Per process: attempts started per webhook in the last second (`max_per_second`). */
+type RateWindow = Map<string, Array<number>>
+
+const rateAllows = (window: RateWindow, webhookId: string, limit: number, now: number): boolean => {
+  const recent = (window.get(webhookId) ?? []).filter((t) => t > now - SECOND)
+  if (recent.length >= limit) {
+    window.set(webhookId, recent)
+    return false
+  }
+  recent.push(now)
+  window.set(webhookId, recent)
+  return true
+}
+
+const newOwner = Effect.gen(function* () {
+  return `whw_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
+})
+
+const ignoreConflicts = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.asVoid,
+    Effect.catchIf(
+      (e): e is E => typeof e === "object" && e !== null && ["RevisionConflict", "UniqueViolation"].includes((e as { _tag?: string })._tag ?? ""),
+      () => Effect.void
+    )
+  )
+
+/** Send one due delivery, if this worker wins it, and record the attempt. */
+const attemptDelivery = (candidate: StoredRecord, window: RateWindow) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    const ids = yield* Ids
+    const sender = yield* WebhookSender
+    const now = yield* Clock.currentTimeMillis
+    const tenant = candidate.tenant
+    const webhook = yield* records.get(tenant, WEBHOOK_TYPE, String(candidate.data.webhook_id))
+    if (!webhook) {
+      // The webhook was removed for good: its deliveries go with it.
+      yield* records.remove(tenant, WEBHOOK_DELIVERY_TYPE, candidate.id)
+      return
+    }
+    if (webhook.data.status !== "active") {
+      yield* ignoreConflicts(
+        records.update(tenant, WEBHOOK_DELIVERY_TYPE, candidate.id, { ...candidate.data, status: "pending", due_at: now + INACTIVE_RECHECK_MS, lease_owner: null, lease_until: null }, {
+          expectedRevision: candidate.revision
+        })
+      )
+      return
+    }
+    if (!rateAllows(window, webhook.id, Number(webhook.data.max_per_second ?? 10), now)) return
+    const timeoutMs = Number(webhook.data.timeout_ms ?? 10_000)
+    const owner = yield* newOwner
+    const claimed = yield* records
+      .update(tenant, WEBHOOK_DELIVERY_TYPE, candidate.id, { ...candidate.data, status: "sending", lease_owner: owner, lease_until: now + timeoutMs + LEASE_MARGIN_MS }, {
+        expectedRevision: candidate.revision
+      })
+      .pipe(
+        Effect.map(Option.some),
+        Effect.catchTags({ RevisionConflict: () => Effect.succeedNone, UniqueViolation: () => Effect.succeedNone })
+      )
+    if (Option.isNone(claimed)) return
+    const number = Number(candidate.data.attempt_count ?? 0) + 1
+    const startedAt = yield* Clock.currentTimeMillis
+    const response = yield* sender.send({
+      url: String(webhook.data.url),
+      environment: tenant.environment,
+      body: String(candidate.data.body),
+      messageId: String(candidate.data.event_id),
+      timestamp: Math.floor(startedAt / 1000),
+      secret: String(webhook.data.secret),
+      timeoutMs
+    })
+    const finishedAt = Math.max(yield* Clock.currentTimeMillis, startedAt + response.durationMs)
+    const succeeded = response.httpStatus !== null && response.httpStatus >= 200 && response.httpStatus < 300
+    const dies = !succeeded && number >= WEBHOOK_MAX_ATTEMPTS
+    const nextAt = succeeded || dies ? null : finishedAt + WEBHOOK_RETRY_DELAYS_MS[number - 1]!
+    const recorded = yield* uow
+      .transaction(
+        Effect.gen(function* () {
+          const current = yield* records.get(tenant, WEBHOOK_DELIVERY_TYPE, candidate.id)
+          // Another worker took it over after our lease ran out: its attempt is the one kept.
+          if (!current || current.data.lease_owner !== owner) return false
+          const attemptId = yield* ids.next("webhook_delivery_attempt")
+          yield* records.insert(tenant, WEBHOOK_ATTEMPT_TYPE, attemptId, {
+            object: "webhook_delivery_attempt",
+            id: attemptId,
+            delivery_id: candidate.id,
+            number,
+            origin: String(candidate.data.origin) === "replay" ? "replay" : "automatic",
+            started_at: formatTimestamp(startedAt),
+            finished_at: formatTimestamp(finishedAt),
+            next_attempt_at: nextAt === null ? null : formatTimestamp(nextAt),
+            http_status: response.httpStatus,
+            duration_ms: Math.max(0, Math.round(response.durationMs)),
+            transport_error: response.transportError,
+            response_excerpt: maskExcerpt(response.responseText),
+            // Internal, for health and retention.
+            webhook_id: webhook.id,
+            outcome: succeeded ? "succeeded" : "failed",
+            created_at: formatTimestamp(finishedAt)
+          })
+          yield* records.update(
+            tenant,
+            WEBHOOK_DELIVERY_TYPE,
+            candidate.id,
+            {
+              ...current.data,
+              status: succeeded ? "succeeded" : dies ? "dead" : "pending",
+              attempt_count: number,
+              next_attempt_at: nextAt === null ? null : formatTimestamp(nextAt),
+              updated_at: formatTimestamp(finishedAt),
+              finished_at: succeeded || dies ? formatTimestamp(finishedAt) : null,
+              due_at: nextAt,
+              lease_owner: null,
+              lease_until: null
+            },
+            { expectedRevision: current.revision }
+          )
+          return true
+        })
+      )
+      .pipe(Effect.catchTags({ RevisionConflict: () => Effect.succeed(false), UniqueViolation: () => Effect.succeed(false) }))
+    if (recorded) yield* refreshHealth(tenant, webhook.id)
+  })
+
+// ---------------------------------------------------------------------------------------
+// The worker
+
+/**
+ * One pass: fan out new events, send what is due (and what a dead worker left), recompute
+ * health whose 24-hour window moved, and prune what is past retention.
+ */
+export const runWebhookDeliveries = (window: RateWindow = new Map(), options: { readonly prune?: boolean } = {}) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    yield* fanOut(200)
+    const now = yield* Clock.currentTimeMillis
+    const due = yield* records.scan(
+      WEBHOOK_DELIVERY_TYPE,
+      [
+        { field: "status", op: "eq", value: "pending" },
+        { field: "due_at", op: "lte", value: now }
+      ],
+      100
+    )
+    const stalled = yield* records.scan(
+      WEBHOOK_DELIVERY_TYPE,
+      [
+        { field: "status", op: "eq", value: "sending" },
+        { field: "lease_until", op: "lt", value: now }
+      ],
+      100
+    )
+    // One delivery's trouble (a store error) does not hold up the others.
+    yield* Effect.forEach(
+      [...due, ...stalled],
+      (d) => attemptDelivery(d, window).pipe(Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery attempt failed", cause))),
+      { concurrency: 16, discard: true }
+    )
+    const stale = yield* records.scan(WEBHOOK_TYPE, [{ field: "health_refresh_at", op: "lte", value: now }], 100)
+    yield* Effect.forEach(stale, (w) => refreshHealth(w.tenant, w.id), { discard: true })
+    if (options.prune) {
+      const before = formatTimestamp(now - WEBHOOK_DELIVERY_RETENTION_MS)
+      yield* records.prune(WEBHOOK_ATTEMPT_TYPE, "created_at", before)
+      yield* records.prune(WEBHOOK_DELIVERY_TYPE, "created_at", before)
+    }
+    return due.length + stalled.length
+  })
+
+/** A worker loop for a server's lifetime: a pass every `interval`, retention once a minute. */
+export const webhookDeliveryWorker = (interval: "200 millis" | `${number} millis` = "200 millis") =>
+  Effect.gen(function* () {
+    const window: RateWindow = new Map()
+    const lastPrune = yield* Ref.make(0)
+    const pass = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const prune = now - (yield* Ref.get(lastPrune)) >= MINUTE
+      if (prune) yield* Ref.set(lastPrune, now)
+      yield* runWebhookDeliveries(window, { prune })
+    })
+    yield* pass.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery pass failed", cause)),
+      Effect.repeat(Schedule.spaced(interval))
+    )
+  })
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
+const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
+
+const retainedSince = Effect.map(Clock.currentTimeMillis, (now) => formatTimestamp(now - WEBHOOK_DELIVERY_RETENTION_MS))
+
+const loadWebhook = (webhookId: string) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const webhook = yield* records.get(caller.tenant, WEBHOOK_TYPE, webhookId).pipe(Effect.mapError(readFailure))
+    if (!webhook) return yield* Effect.fail(apiError("not_found"))
+    return webhook
+  })
+
+const loadDelivery = (webhookId: string, deliveryId: string) =>
+  Effect.gen(function* () {
+    yield* loadWebhook(webhookId)
+    const caller = yield* Caller
+    const records = yield* Records
+    const since = yield* retainedSince
+    const delivery = yield* records.get(caller.tenant, WEBHOOK_DELIVERY_TYPE, deliveryId).pipe(Effect.mapError(readFailure))
+    if (!delivery || delivery.data.webhook_id !== webhookId || String(delivery.data.created_at) < since) {
+      return yield* Effect.fail(apiError("not_found"))
+    }
+    return delivery
+  })
+
+/** `GET /webhooks/{id}/deliveries`: newest first (`sort=created_at`: oldest first), 30 days back. */
+export const listWebhookDeliveries = Effect.fn("WebhookDeliveries.list")(function* (
+  webhookId: string,
+  query: {
+    readonly limit: number
+    readonly cursor: string | undefined
+    readonly sort: string | undefined
+    readonly status: string | undefined
+    readonly event_id: string | undefined
+  }
+) {
+  yield* loadWebhook(webhookId)
+  const caller = yield* Caller
+  const since = yield* retainedSince
+  const where: Array<Where> = [
+    { field: "webhook_id", op: "eq", value: webhookId },
+    { field: "created_at", op: "gte", value: since }
+  ]
+  // `sending` is internal: to a client a delivery being sent is still pending.
+  if (query.status) where.push(query.status === "pending" ? { field: "status", op: "in", values: ["pending", "sending"] } : { field: "status", op: "eq", value: query.status })
+  if (query.event_id) where.push({ field: "event_id", op: "eq", value: query.event_id })
+  const { items, page } = yield* paginate({
+    tenant: caller.tenant,
+    type: WEBHOOK_DELIVERY_TYPE,
+    where,
+    sort: { field: "id", kind: "text", direction: query.sort === "created_at" ? "asc" : "desc" },
+    limit: query.limit,
+    cursor: query.cursor,
+    collection: `webhook_deliveries:${webhookId}:${query.status ?? ""}:${query.event_id ?? ""}`
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+  return { data: items.map(publicDelivery), page }
+})
+
+/** The representation: a delivery being sent is `pending` to a client. */
+const publicDelivery = (record: StoredRecord): JsonObject => {
+  const view = webhookDeliveryView(record)
+  return view.status === "sending" ? { ...view, status: "pending" } : view
+}
+
+export const getWebhookDelivery = Effect.fn("WebhookDeliveries.get")(function* (webhookId: string, deliveryId: string) {
+  return publicDelivery(yield* loadDelivery(webhookId, deliveryId))
+})
+
+/** The attempts of a delivery, in order (all at once: at most eight, plus none per replay). */
+export const listWebhookAttempts = Effect.fn("WebhookDeliveries.attempts")(function* (
+  webhookId: string,
+  deliveryId: string,
+  query: { readonly limit: number; readonly cursor: string | undefined }
+) {
+  yield* loadDelivery(webhookId, deliveryId)
+  const caller = yield* Caller
+  const { items, page } = yield* paginate({
+    tenant: caller.tenant,
+    type: WEBHOOK_ATTEMPT_TYPE,
+    where: [{ field: "delivery_id", op: "eq", value: deliveryId }],
+    sort: { field: "id", kind: "text", direction: "asc" },
+    limit: query.limit,
+    cursor: query.cursor,
+    collection: `webhook_attempts:${deliveryId}`
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+  return { data: items.map(webhookAttemptView), page }
+})
+
+export const getWebhookAttempt = Effect.fn("WebhookDeliveries.attempt")(function* (webhookId: string, deliveryId: string, attemptId: string) {
+  yield* loadDelivery(webhookId, deliveryId)
+  const caller = yield* Caller
+  const records = yield* Records
+  const attempt = yield* records.get(caller.tenant, WEBHOOK_ATTEMPT_TYPE, attemptId).pipe(Effect.mapError(readFailure))
+  if (!attempt || attempt.data.delivery_id !== deliveryId) return yield* Effect.fail(apiError("not_found"))
+  return webhookAttemptView(attempt)
+})
+
+// ---------------------------------------------------------------------------------------
+// Replays
+
+export interface ReplayInput {
+  readonly event_ids?: ReadonlyArray<string> | undefined
+  readonly created_after?: string | undefined
+  readonly created_before?: string | undefined
+}
+
+/**
+ * `POST /webhooks/{id}/replays`: new deliveries (origin `replay`) of events still retained
+ * that the webhook receives (its types and filters), with the JSON recorded when they
+ * occurred. Either `event_ids` (each one must be such an event, else 422 on it) or a range
+ * `created_after` / `created_before` (every such event in it, at most 1,000, else 422
+ * `too_many_items`). Answers the deliveries, queued; workers send them.
+ */
+export const replayWebhookEvents = Effect.fn("WebhookDeliveries.replay")(function* (webhookId: string, input: ReplayInput) {
+  const webhook = yield* loadWebhook(webhookId)
+  const caller = yield* Caller
+  const records = yield* Records
+  const ids = yield* Ids
+  const now = yield* Clock.currentTimeMillis
+  const eventsSince = formatTimestamp(now - EVENT_RETENTION_MS)
+  const ranged = input.created_after !== undefined || input.created_before !== undefined
+  if (input.event_ids !== undefined && ranged) {
+    return yield* Effect.fail(
+      apiError("validation_failed", {
+        details: [input.created_after !== undefined ? "created_after" : "created_before"].map((field) => ({ field, code: "not_allowed" as const, reason: "event_ids_or_range" }))
+      })
+    )
+  }
+  if (input.event_ids === undefined && !ranged) {
+    return yield* Effect.fail(apiError("validation_failed", { details: [{ field: "event_ids", code: "required", reason: "event_ids_or_range" }] }))
+  }
+  const events: Array<StoredRecord> = []
+  if (input.event_ids !== undefined) {
+    const details: Array<DetailItem> = []
+    const seen = new Set<string>()
+    for (const [index, id] of input.event_ids.entries()) {
+      if (seen.has(id)) continue
+      seen.add(id)
+      const event = yield* records.get(caller.tenant, EVENT_TYPE, id).pipe(Effect.mapError(readFailure))
+      if (!event || String(event.data.created_at) < eventsSince) {
+        details.push({ field: `event_ids[${index}]`, code: "invalid_value", reason: "event_not_found" })
+      } else if (!webhookReceives(webhook.data, event.data)) {
+        details.push({ field: `event_ids[${index}]`, code: "invalid_value", reason: "not_subscribed" })
+      } else events.push(event)
+    }
+    if (details.length > 0) return yield* Effect.fail(apiError("validation_failed", { details }))
+  } else {
+    const after = input.created_after === undefined ? undefined : Option.getOrThrow(parseTimestamp(input.created_after))
+    const before = input.created_before === undefined ? undefined : Option.getOrThrow(parseTimestamp(input.created_before))
+    const where: Array<Where> = [{ field: "created_at", op: "gte", value: after === undefined || formatTimestamp(after) < eventsSince ? eventsSince : formatTimestamp(after) }]
+    if (before !== undefined) where.push({ field: "created_at", op: "lt", value: formatTimestamp(before) })
+    let position: { readonly value: string; readonly id: string } | undefined
+    for (;;) {
+      const page = yield* records
+        .list(caller.tenant, EVENT_TYPE, { where, sort: { field: "id", kind: "text", direction: "asc" }, after: position, limit: 500 })
+        .pipe(Effect.mapError(readFailure))
+      events.push(...page.filter((e) => webhookReceives(webhook.data, e.data)))
+      if (events.length > MAX_REPLAY_EVENTS) {
+        return yield* Effect.fail(apiError("too_many_items", { details: [{ field: "created_after", code: "too_many_items", params: { max: MAX_REPLAY_EVENTS } }] }))
+      }
+      if (page.length < 500) break
+      position = { value: page[page.length - 1]!.id, id: page[page.length - 1]!.id }
+    }
+  }
+  const created: Array<JsonObject> = []
+  for (const event of events) {
+    const id = yield* ids.next("webhook_delivery")
+    const record = yield* records
+      .insert(caller.tenant, WEBHOOK_DELIVERY_TYPE, id, newDelivery(webhook, event.data, "replay", id, now))
+      .pipe(Effect.mapError(storeFailure))
+    created.push(publicDelivery(record))
+  }
+  return created
+})

@@ -1,0 +1,314 @@
+/**
+ * Webhooks as resources (§2.3, §4.3, §6, open-points "Events and webhooks"): destinations
+ * with their event types, resource filters, rate, timeout and the event `payload_version`
+ * pinned at creation. Each has a Standard Webhooks signing secret (`whsec_…`), shown once at
+ * creation and at each rotation, and kept in its record (delivery signs with it) but never
+ * in a representation, an event or a list. Delivery itself is the events issue's.
+ *
+ * The derived routes serve get, update and delete; create (the secret shown once), the list
+ * (the `event_type` filter) and secret rotations are operations of the group.
+ */
+import { Effect, Encoding, Schema } from "effect"
+import { Caller } from "../access/context.js"
+import { apiError } from "../errors/errors.js"
+import type { OperationKind } from "../operations/operations.js"
+import { Crypto } from "../ports/crypto.js"
+import { type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
+import {
+  createResource,
+  defineResource,
+  equalsFilter,
+  listResources,
+  loadResource,
+  type ResourceDefinition,
+  resourceView,
+  ruleViolation,
+  saveResource
+} from "../records/resource.js"
+import { Enum, Integer, List, PublicId, Text } from "../records/schema.js"
+import { recordChange } from "../trail/audit.js"
+import { emitEvent, EVENT_VERSION, previousAttributes } from "./events.js"
+import { destinationProblem } from "./webhooks-destination.js"
+
+// ---------------------------------------------------------------------------------------
+// Fields
+
+const Status = Enum("active", "inactive")
+const EVENT_TYPE_PATTERN = /^[a-z_]+\.[a-z_]+$/
+/** Every event type: `*`. */
+const ALL_EVENTS = "*"
+
+/** An event type (`product.created`) or `*` for every type. */
+export const EventTypeName = Schema.String.annotations({ message: () => "invalid_type|expected=string" }).pipe(
+  Schema.filter((s) => (s.length <= 100 && (s === ALL_EVENTS || EVENT_TYPE_PATTERN.test(s))) || "invalid_value"),
+  Schema.annotations({ jsonSchema: { type: "string", pattern: "^([a-z_]+\\.[a-z_]+|\\*)$", maxLength: 100 } })
+)
+
+const NonEmpty = <A, I>(list: Schema.Schema<ReadonlyArray<A>, I>) =>
+  list.pipe(
+    Schema.filter((items) => items.length >= 1 || "too_short|min=1"),
+    Schema.annotations({ jsonSchema: { minItems: 1 } })
+  )
+
+const EventTypes = NonEmpty(List(EventTypeName)).annotations({
+  description: "Event types delivered (`product.created`), or `*` for all; 1 to 1,000."
+})
+
+const ResourceFiltersBody = Schema.Struct({
+  product_id: Schema.optional(
+    Schema.NullOr(NonEmpty(List(PublicId("product")))).annotations({
+      description: "Only events of these products and of what they contain; `null`: every product."
+    })
+  )
+}).annotations({
+  description: "Restricts deliveries to events of these resources; a filter omitted or `null` matches all (`{}`: no filters)."
+})
+
+/**
+ * An optional object field that is never `undefined` (JSON has none): a problem inside it is
+ * then itemized alone, not also as "not undefined" on the field itself.
+ */
+const exactOptional = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+
+// The description goes in `jsonSchema`: `Text` writes a whole JSON Schema, which a plain `description` would not reach.
+const Url = Text({ min: 1, max: 2048 }).annotations({
+  jsonSchema: {
+    type: "string",
+    format: "uri",
+    minLength: 1,
+    maxLength: 2048,
+    description:
+      "Destination. Production: `https` to a public host (else 422 on `url`, reason `https_required` or `host_not_public`); the sandbox also takes `http` and loopback."
+  }
+})
+
+const Timestamp = Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } })
+
+const DEFAULT_MAX_PER_SECOND = 10
+const DEFAULT_TIMEOUT_MS = 10_000
+const noHealth = {
+  consecutive_failures: 0,
+  dead_24h: 0,
+  delivered_24h: 0,
+  failed_24h: 0,
+  pending: 0,
+  last_failure_at: null,
+  last_success_at: null
+}
+
+export const CreateWebhookBody = Schema.Struct({
+  url: Url,
+  description: Schema.optional(Schema.NullOr(Text({ max: 500 }))),
+  event_types: EventTypes,
+  status: Schema.optional(Status),
+  max_per_second: Schema.optional(Integer({ min: 1, max: 100 })),
+  timeout_ms: Schema.optional(Integer({ min: 1000, max: 30_000 })),
+  payload_version: Schema.optional(
+    Integer({ min: 1, max: EVENT_VERSION }).annotations({
+      jsonSchema: {
+        type: "integer",
+        minimum: 1,
+        maximum: EVENT_VERSION,
+        description: "Version of the event payloads delivered; default: the current one. Not writable afterwards."
+      }
+    })
+  ),
+  resource_filters: exactOptional(ResourceFiltersBody)
+}).annotations({ identifier: "CreateWebhookBody" })
+
+const UpdateWebhookBody = Schema.Struct({
+  url: Schema.optional(Url),
+  description: Schema.optional(Schema.NullOr(Text({ max: 500 }))),
+  event_types: Schema.optional(EventTypes),
+  status: Schema.optional(Status),
+  max_per_second: Schema.optional(Integer({ min: 1, max: 100 })),
+  timeout_ms: Schema.optional(Integer({ min: 1000, max: 30_000 })),
+  /** Pinned at creation: sending it is 422 `not_allowed` (a new version needs a new webhook). */
+  payload_version: Schema.optional(
+    Schema.Never.annotations({ message: () => "not_allowed", description: "Pinned at creation: not writable (422 `not_allowed`)." })
+  ),
+  /** Replaces the whole object: filters omitted from it are cleared. */
+  resource_filters: exactOptional(ResourceFiltersBody)
+}).annotations({ identifier: "UpdateWebhookBody" })
+
+type CreateBody = typeof CreateWebhookBody.Type
+type UpdateBody = typeof UpdateWebhookBody.Type
+
+// ---------------------------------------------------------------------------------------
+// Stored form
+
+/**
+ * `|type|…|` of the subscribed types: the store finds the webhooks of a type (or `*`) with a
+ * `contains` condition on it.
+ */
+const eventTypesIndex = (types: ReadonlyArray<string>) => `|${types.join("|")}|`
+
+/** The event types as stored: in the order given, each once. */
+const eventTypeFields = (types: ReadonlyArray<string>) => {
+  const unique = [...new Set(types)]
+  return { event_types: unique, event_types_index: eventTypesIndex(unique) }
+}
+
+const resourceFilters = (filters: CreateBody["resource_filters"]): JsonObject => ({
+  product_id: filters?.product_id ? [...new Set(filters.product_id)] : null
+})
+
+/** The create body as `createWebhook` passes it: with the secret it generated (a client cannot send it: bodies are strict). */
+type CreateInput = CreateBody & { readonly signing_secret?: string }
+
+export const webhooks: ResourceDefinition = defineResource({
+  type: "webhook",
+  idKind: "webhook",
+  plural: "webhooks",
+  path: "/webhooks",
+  tag: "Webhooks",
+  fields: {
+    description: Schema.NullOr(Schema.String),
+    url: Schema.String,
+    event_types: Schema.Array(Schema.String),
+    status: Schema.Literal("active", "inactive"),
+    max_per_second: Schema.Int,
+    timeout_ms: Schema.Int,
+    payload_version: Schema.Int.annotations({ description: "Event version delivered, pinned at creation." }),
+    resource_filters: Schema.Struct({ product_id: Schema.NullOr(Schema.Array(Schema.String)) }),
+    health: Schema.Struct({
+      consecutive_failures: Schema.Int,
+      dead_24h: Schema.Int,
+      delivered_24h: Schema.Int,
+      failed_24h: Schema.Int,
+      pending: Schema.Int,
+      last_failure_at: Schema.NullOr(Timestamp),
+      last_success_at: Schema.NullOr(Timestamp)
+    }).annotations({ description: "Delivery counts of the last 24 hours; zero and `null` until deliveries exist." })
+  },
+  create: CreateWebhookBody,
+  update: UpdateWebhookBody,
+  defaults: (body: CreateInput) =>
+    body.signing_secret === undefined
+      ? Effect.fail(apiError("internal_error", { internal: "a webhook is created by createWebhook, with its secret" }))
+      : Effect.succeed({
+          description: body.description ?? null,
+          url: body.url,
+          ...eventTypeFields(body.event_types),
+          status: body.status ?? "active",
+          max_per_second: body.max_per_second ?? DEFAULT_MAX_PER_SECOND,
+          timeout_ms: body.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+          payload_version: body.payload_version ?? EVENT_VERSION,
+          resource_filters: resourceFilters(body.resource_filters),
+          health: noHealth,
+          secret: body.signing_secret
+        }),
+  change: (current, patch: UpdateBody) =>
+    Effect.succeed({
+      ...current,
+      ...Object.fromEntries(Object.entries(patch).filter(([key]) => key !== "event_types" && key !== "resource_filters")),
+      ...(patch.event_types ? eventTypeFields(patch.event_types) : {}),
+      ...(patch.resource_filters !== undefined ? { resource_filters: resourceFilters(patch.resource_filters) } : {})
+    } as JsonObject),
+  rules: {
+    check: (data, previous) =>
+      Effect.gen(function* () {
+        if (data.url === previous?.url) return
+        const reason = destinationProblem(String(data.url), (yield* Caller).tenant.environment)
+        if (reason) return yield* Effect.fail(ruleViolation([{ field: "url", code: "invalid_value", reason }]))
+      })
+  },
+  hidden: ["secret", "event_types_index"],
+  trash: false,
+  revision: "integer",
+  filters: { status: equalsFilter("status", Status) },
+  sorts: [{ name: "created_at", field: "id", kind: "text" }]
+})
+
+export const webhooksResources: ReadonlyArray<ResourceDefinition> = []
+
+export const webhooksOperationKinds: Readonly<Record<string, OperationKind>> = {}
+
+// ---------------------------------------------------------------------------------------
+// Use cases beyond the derived ones
+
+/** Standard Webhooks: `whsec_` and the base64 of 24 random bytes. */
+const newSigningSecret = Effect.map(Crypto, (crypto) => `whsec_${Encoding.encodeBase64(crypto.randomBytes(24))}`)
+
+/** The representation with the secret shown once (`secret.value`, as on credentials). */
+const withSecret = (record: StoredRecord) => ({ ...resourceView(webhooks, record), secret: { value: String(record.data.secret) } })
+
+export const createWebhook = (body: CreateBody) =>
+  Effect.gen(function* () {
+    const signing_secret = yield* newSigningSecret
+    const record = yield* createResource(webhooks, {}, { ...body, signing_secret } satisfies CreateInput)
+    return { record, view: withSecret(record) }
+  })
+
+/** A new secret replaces the current one at once; its value is in this response only. */
+export const rotateWebhookSecret = (id: string) =>
+  Effect.gen(function* () {
+    const current = yield* loadResource(webhooks, undefined, id)
+    const secret = yield* newSigningSecret
+    const saved = yield* saveResource(webhooks, current, { ...current.data, secret }, undefined)
+    const after = resourceView(webhooks, saved)
+    yield* recordChange("webhook.secret_rotated", { object: "webhook", id })
+    yield* emitEvent("webhook.secret_rotated", after, previousAttributes(resourceView(webhooks, current), after))
+    return { record: saved, view: withSecret(saved) }
+  })
+
+const PAGE = 1000
+
+/** IDs of the webhooks whose stored fields match `where`, however many. */
+const idsWhere = (where: ReadonlyArray<Where>) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const ids: Array<string> = []
+    let after: { readonly value: string; readonly id: string } | undefined
+    for (;;) {
+      const page = yield* records.list(caller.tenant, webhooks.type, {
+        where,
+        sort: { field: "id", kind: "text", direction: "asc" },
+        after,
+        limit: PAGE
+      })
+      ids.push(...page.map((r) => r.id))
+      if (page.length < PAGE) return ids
+      after = { value: page[page.length - 1]!.id, id: page[page.length - 1]!.id }
+    }
+  })
+
+/** The webhooks that receive events of `type`: subscribed to it or to `*`. */
+const subscribersOf = (type: string) =>
+  Effect.gen(function* () {
+    const named = yield* idsWhere([{ field: "event_types_index", op: "contains", value: eventTypesIndex([type]) }])
+    const all = type === ALL_EVENTS ? [] : yield* idsWhere([{ field: "event_types_index", op: "contains", value: eventTypesIndex([ALL_EVENTS]) }])
+    return new Set([...named, ...all])
+  })
+
+export interface WebhookListInput {
+  readonly limit: number
+  readonly cursor: string | undefined
+  readonly sort: string | undefined
+  readonly status: string | undefined
+  readonly event_type: string | undefined
+  readonly visible: "all" | ReadonlySet<string>
+}
+
+/** §4.3 `GET /webhooks`: newest first by default; `event_type` narrows the visible set before pagination. */
+export const listWebhooks = (input: WebhookListInput) =>
+  Effect.gen(function* () {
+    let visible = input.visible
+    if (input.event_type !== undefined) {
+      const subscribers = yield* subscribersOf(input.event_type).pipe(
+        Effect.catchTag("StoreUnavailable", (e) => Effect.fail(apiError("credential_state_unverifiable", { internal: e })))
+      )
+      visible = visible === "all" ? subscribers : new Set([...visible].filter((id) => subscribers.has(id)))
+    }
+    return yield* listResources(webhooks, {
+      parentIds: {},
+      limit: input.limit,
+      cursor: input.cursor,
+      sort: input.sort ?? "-created_at",
+      deleted: false,
+      q: undefined,
+      filters: { status: input.status, event_type: input.event_type },
+      visible
+    })
+  })

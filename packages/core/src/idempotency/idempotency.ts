@@ -1,0 +1,103 @@
+/**
+ * Idempotency (§4.1, §7): keys of 1 to 128 characters from `[A-Za-z0-9._:-]`; receipts kept
+ * 48 hours; a replay returns the recorded result with `Idempotent-Replayed: true`; the same
+ * key with another body or route is `idempotency_key_reused` (`different_body` /
+ * `different_resource`); a key still processing is 409; a failed call consumes no key; a
+ * result that showed a secret once is never replayed (`secret_not_replayable`).
+ */
+import { Clock, Effect } from "effect"
+import { type ApiError, apiError } from "../errors/errors.js"
+import { Crypto } from "../ports/crypto.js"
+import { Idempotency, type IdempotencyReceipt, type RecordedResponse, type Tenant } from "../ports/store.js"
+import { HOUR, MINUTE } from "../records/time.js"
+
+export const RECEIPT_TTL_MS = 48 * HOUR
+/** A claim not completed within this time is taken to have died with its process (its unit of work never committed). */
+export const CLAIM_LEASE_MS = MINUTE
+
+const keyPattern = /^[A-Za-z0-9._:-]{1,128}$/
+
+export type IdempotencyRule = "required" | "optional" | "none"
+
+/** The key of a request, checked against the operation's rule. */
+export const checkIdempotencyKey = (
+  rule: IdempotencyRule,
+  values: ReadonlyArray<string>
+): Effect.Effect<string | undefined, ApiError> => {
+  if (rule === "none" || (values.length === 0 && rule === "optional")) return Effect.succeed(undefined)
+  if (values.length === 0) return Effect.fail(apiError("idempotency_key_required", { details: [{ parameter: "Idempotency-Key", code: "required" }] }))
+  const [key] = values
+  if (values.length > 1 || key === undefined || !keyPattern.test(key)) {
+    return Effect.fail(apiError("idempotency_key_invalid", { details: [{ parameter: "Idempotency-Key", code: "idempotency_key_invalid" }] }))
+  }
+  return Effect.succeed(key)
+}
+
+/** A recorded result that carried a show-once secret: kept without it, never replayed. */
+export const NOT_REPLAYABLE_HEADER = "x-syllabus-not-replayable"
+
+/** What the first use of the key said, for the request repeating it. */
+const answerTo = (
+  receipt: IdempotencyReceipt,
+  resource: string,
+  fingerprint: string
+): Effect.Effect<RecordedResponse, ApiError> => {
+  if (receipt.operationId !== resource) {
+    return Effect.fail(apiError("idempotency_key_reused", { reason: "different_resource" }))
+  }
+  if (receipt.fingerprint !== fingerprint) {
+    return Effect.fail(apiError("idempotency_key_reused", { reason: "different_body" }))
+  }
+  if (receipt.state === "in_progress" || receipt.response === null) {
+    return Effect.fail(apiError("idempotency_in_progress"))
+  }
+  if (receipt.response.headers[NOT_REPLAYABLE_HEADER] !== undefined) {
+    return Effect.fail(apiError("secret_not_replayable"))
+  }
+  return Effect.succeed(receipt.response)
+}
+
+export type IdempotentOutcome =
+  | { readonly _tag: "Replayed"; readonly response: RecordedResponse }
+  | { readonly _tag: "Executed"; readonly response: RecordedResponse }
+
+/**
+ * Run `execute` at most once per key. `execute` receives `complete`, which it must call
+ * inside the unit of work of its write so the result is recorded atomically with it.
+ */
+export const runIdempotent = <E, R>(
+  tenant: Tenant,
+  key: string,
+  request: { readonly operationId: string; readonly path: string; readonly query: string; readonly body: string },
+  execute: (complete: (response: RecordedResponse) => Effect.Effect<void, ApiError>) => Effect.Effect<RecordedResponse, E, R>
+): Effect.Effect<IdempotentOutcome, E | ApiError, R | Idempotency | Crypto> =>
+  Effect.gen(function* () {
+    const store = yield* Idempotency
+    const crypto = yield* Crypto
+    const now = yield* Clock.currentTimeMillis
+    // The resource is the operation on its path; the body is everything else the client sent.
+    const resource = `${request.operationId} ${request.path}`
+    const fingerprint = crypto.sha256Hex(`${request.query}\n${request.body}`)
+    const token = Buffer.from(crypto.randomBytes(16)).toString("hex")
+    const unavailable = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
+    const claim = yield* store
+      .claim(tenant, key, {
+        operationId: resource,
+        fingerprint,
+        token,
+        now,
+        staleBefore: now - CLAIM_LEASE_MS,
+        expiresAt: now + RECEIPT_TTL_MS
+      })
+      .pipe(Effect.mapError(unavailable))
+    if (claim._tag === "Existing") {
+      const response = yield* answerTo(claim.receipt, resource, fingerprint)
+      return { _tag: "Replayed" as const, response }
+    }
+    const complete = (response: RecordedResponse) =>
+      store.complete(tenant, key, token, response).pipe(Effect.mapError(unavailable))
+    const response = yield* execute(complete).pipe(
+      Effect.onError(() => store.release(tenant, key, token).pipe(Effect.ignore))
+    )
+    return { _tag: "Executed" as const, response }
+  })

@@ -1,0 +1,505 @@
+/**
+ * Asynchronous operations (§2.3 `operation`, §4.3, open-points "Asynchronous operations"):
+ * work a request starts and a worker finishes. The request records the operation and its
+ * items in its own unit of work and answers 202; workers, in any process on the same store,
+ * claim queued operations under a lease and run their items, each in a unit of work of its
+ * own, through the handler registered for the operation's type.
+ */
+import { Clock, Context, Effect, Layer, Option, Random, Schedule } from "effect"
+import type { CallerInfo } from "../access/context.js"
+import { Caller, Ids } from "../access/context.js"
+import { type ApiError, apiError } from "../errors/errors.js"
+import { renderMessage } from "../errors/messages.js"
+import { emitEvent } from "../events/events.js"
+import type { Crypto } from "../ports/crypto.js"
+import { type Json, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
+import { paginate } from "../records/pagination.js"
+import { DAY, formatTimestamp, SECOND } from "../records/time.js"
+import { inOrder } from "../records/views.js"
+import { recordChange } from "../trail/audit.js"
+
+export const OPERATION_TYPE = "operation"
+export const OPERATION_ITEM_TYPE = "operation_item"
+export const OPERATION_RETENTION_MS = 30 * DAY
+/** A worker that has not finished or renewed within this time has lost the operation. */
+export const OPERATION_LEASE_MS = 30 * SECOND
+
+export const operationFields = [
+  "object",
+  "id",
+  "type",
+  "status",
+  "attempt",
+  "cancellation_requested",
+  "progress",
+  "error",
+  "items_url",
+  "result_url",
+  "created_at",
+  "started_at",
+  "finished_at",
+  "expires_at"
+] as const
+
+export const operationItemFields = ["object", "id", "operation_id", "key", "status", "error", "result", "created_at", "finished_at"] as const
+
+/** What an item handler may use: the services of a use case, with the operation's starter as caller. */
+export type ItemServices = Caller | Records | Ids | Crypto
+
+/** Runs one item of an operation type; its writes join the item's unit of work. */
+export interface OperationKind {
+  readonly runItem: (payload: JsonObject) => Effect.Effect<Json, ApiError, ItemServices>
+}
+
+/** The handlers of every operation type, by type. */
+export class OperationKinds extends Context.Tag("@syllabus/core/OperationKinds")<
+  OperationKinds,
+  ReadonlyMap<string, OperationKind>
+>() {
+  static readonly layer = (kinds: Readonly<Record<string, OperationKind>>) => Layer.succeed(OperationKinds, new Map(Object.entries(kinds)))
+}
+
+export const operationView = (record: StoredRecord): JsonObject => inOrder(record.data, operationFields)
+export const operationItemView = (record: StoredRecord): JsonObject => inOrder(record.data, operationItemFields)
+
+const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
+
+/**
+ * Record an operation and its items, queued; call it inside the unit of work of the request
+ * that starts it. Answers the operation's representation (for the 202).
+ */
+export const startOperation = Effect.fn("Operations.start")(function* (
+  type: string,
+  items: ReadonlyArray<{ readonly key: string; readonly payload: JsonObject }>
+) {
+  yield* checkBacklog()
+  const caller = yield* Caller
+  const records = yield* Records
+  const ids = yield* Ids
+  const now = yield* Clock.currentTimeMillis
+  const id = yield* ids.next("operation")
+  const at = formatTimestamp(now)
+  const data = {
+    object: "operation",
+    id,
+    type,
+    status: "queued",
+    attempt: { number: 0, status: "queued" },
+    cancellation_requested: false,
+    progress: { done: 0, failed: 0, total: items.length },
+    error: null,
+    items_url: `/api/v3/operations/${id}/items`,
+    result_url: null,
+    created_at: at,
+    started_at: null,
+    finished_at: null,
+    expires_at: formatTimestamp(now + OPERATION_RETENTION_MS),
+    // Internal: who started it (items run as them), and the lease of the worker running it.
+    started_by: {
+      credential_id: caller.credential.id,
+      administrator_id: caller.human?.adminId ?? null,
+      request_id: caller.requestId,
+      // Items run with the starter's permissions (e.g. a move checks the destination).
+      grant: [...caller.grant.entries()].map(([capability, held]) => [capability, held === "all" ? "all" : [...held]])
+    },
+    lease_owner: null,
+    lease_until: null
+  } satisfies JsonObject
+  const record = yield* records.insert(caller.tenant, OPERATION_TYPE, id, data).pipe(Effect.mapError(storeFailure))
+  yield* Effect.forEach(items, (item) =>
+    Effect.gen(function* () {
+      const itemId = yield* ids.next("operation_item")
+      yield* records
+        .insert(caller.tenant, OPERATION_ITEM_TYPE, itemId, {
+          object: "operation_item",
+          id: itemId,
+          operation_id: id,
+          key: item.key,
+          status: "queued",
+          error: null,
+          result: null,
+          created_at: at,
+          finished_at: null,
+          payload: item.payload
+        })
+        .pipe(Effect.mapError(storeFailure))
+    })
+  )
+  return operationView(record)
+})
+
+export const getOperation = Effect.fn("Operations.get")(function* (id: string) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(storeFailure))
+  if (!record) return yield* Effect.fail(apiError("not_found"))
+  return operationView(record)
+})
+
+export const listOperations = Effect.fn("Operations.list")(function* (query: {
+  readonly limit: number
+  readonly cursor: string | undefined
+  readonly status: string | undefined
+  readonly type: string | undefined
+}) {
+  const caller = yield* Caller
+  const { items, page } = yield* paginate({
+    tenant: caller.tenant,
+    type: OPERATION_TYPE,
+    where: [
+      ...(query.status ? [{ field: "status", op: "eq" as const, value: query.status }] : []),
+      ...(query.type ? [{ field: "type", op: "eq" as const, value: query.type }] : [])
+    ],
+    sort: { field: "id", kind: "text", direction: "desc" },
+    limit: query.limit,
+    cursor: query.cursor,
+    collection: `operations:${query.status ?? ""}:${query.type ?? ""}`
+  }).pipe(Effect.catchTag("StoreUnavailable", storeFailureEffect))
+  return { data: items.map(operationView), page }
+})
+
+const storeFailureEffect = (cause: unknown) => Effect.fail(storeFailure(cause))
+
+export const listOperationItems = Effect.fn("Operations.listItems")(function* (
+  id: string,
+  query: { readonly limit: number; readonly cursor: string | undefined }
+) {
+  yield* getOperation(id)
+  const caller = yield* Caller
+  const { items, page } = yield* paginate({
+    tenant: caller.tenant,
+    type: OPERATION_ITEM_TYPE,
+    where: [{ field: "operation_id", op: "eq", value: id }],
+    sort: { field: "id", kind: "text", direction: "asc" },
+    limit: query.limit,
+    cursor: query.cursor,
+    collection: `operation_items:${id}`
+  }).pipe(Effect.catchTag("StoreUnavailable", storeFailureEffect))
+  return { data: items.map(operationItemView), page }
+})
+
+// ---------------------------------------------------------------------------------------
+// The worker
+
+const workerCaller = (operation: StoredRecord): CallerInfo => {
+  const startedBy = (operation.data.started_by ?? {}) as {
+    credential_id?: string
+    administrator_id?: string | null
+    request_id?: string
+    grant?: ReadonlyArray<readonly [string, "all" | ReadonlyArray<string>]>
+  }
+  return {
+    tenant: operation.tenant as Tenant,
+    requestId: startedBy.request_id ?? operation.id,
+    credential: { id: startedBy.credential_id ?? "unknown" },
+    grant: new Map((startedBy.grant ?? []).map(([capability, held]) => [capability, held === "all" ? "all" : new Set(held)])),
+    human: startedBy.administrator_id ? { adminId: startedBy.administrator_id, expiresAt: 0, eligibleSince: "" } : null
+  }
+}
+
+/**
+ * Claim one operation: queued, or running under a lease that ran out (its worker died). The
+ * claim is a conditional update on the revision read, so two workers never both win.
+ */
+const claim = (record: StoredRecord, now: number, owner: string) =>
+  Effect.flatMap(Records, (records) =>
+    records
+      .update(
+        record.tenant,
+        OPERATION_TYPE,
+        record.id,
+        {
+          ...record.data,
+          status: "running",
+          attempt: { number: Number((record.data.attempt as JsonObject | null)?.number ?? 0) + 1, status: "running" },
+          started_at: record.data.started_at ?? formatTimestamp(now),
+          lease_owner: owner,
+          lease_until: now + OPERATION_LEASE_MS
+        },
+        { expectedRevision: record.revision }
+      )
+      .pipe(
+        Effect.map(Option.some),
+        Effect.catchTag("RevisionConflict", () => Effect.succeedNone)
+      )
+  )
+
+/** Errors worth another attempt: the outages, not the refusals (a resumption re-runs only these). */
+export const isRecoverable = (code: string): boolean =>
+  ["audit_unavailable", "storage_unavailable", "internal_error", "credential_state_unverifiable", "operation_ownership_lost", "state_conflict"].includes(code)
+
+const itemFailure = (error: unknown, resourceId: string | null) =>
+  typeof error === "object" && error !== null && (error as { _tag?: string })._tag === "ApiError"
+    ? {
+        code: (error as ApiError).code,
+        message: renderMessage("en-US", (error as ApiError).code),
+        field: (error as ApiError).details[0]?.field ?? null,
+        reason: (error as ApiError).reason ?? (error as ApiError).details[0]?.reason ?? null,
+        resource_id: resourceId
+      }
+    : { code: "internal_error", message: renderMessage("en-US", "internal_error"), field: null, reason: null, resource_id: resourceId }
+
+const itemsOf = (operation: StoredRecord) =>
+  Effect.flatMap(Records, (records) =>
+    records.list(operation.tenant, OPERATION_ITEM_TYPE, {
+      where: [{ field: "operation_id", op: "eq", value: operation.id }],
+      sort: { field: "id", kind: "text", direction: "asc" },
+      limit: 1000
+    })
+  )
+
+const progressOf = (items: ReadonlyArray<StoredRecord>) => ({
+  done: items.filter((i) => i.data.status === "succeeded").length,
+  failed: items.filter((i) => i.data.status === "failed").length,
+  total: items.length
+})
+
+/**
+ * Inside an item's unit of work: the operation must still be ours (else the item's writes
+ * roll back with `operation_ownership_lost`); renews the lease and counts the item.
+ */
+const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "done" | "failed") =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const now = yield* Clock.currentTimeMillis
+    const current = yield* records.get(tenant, OPERATION_TYPE, operationId)
+    if (!current || current.data.lease_owner !== owner || current.data.status !== "running") {
+      return yield* Effect.fail(apiError("operation_ownership_lost"))
+    }
+    const progress = current.data.progress as { done: number; failed: number; total: number }
+    yield* records.update(
+      tenant,
+      OPERATION_TYPE,
+      operationId,
+      { ...current.data, progress: { ...progress, [count]: progress[count] + 1 }, lease_until: now + OPERATION_LEASE_MS },
+      { expectedRevision: current.revision }
+    )
+    return current
+  })
+
+/** Run the queued items of a claimed operation, then finish it. Stops when canceled or when it lost the lease. */
+const runOperation = (operation: StoredRecord, owner: string) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    const kinds = yield* OperationKinds
+    const kind = kinds.get(String(operation.data.type))
+    const caller = workerCaller(operation)
+    const items = yield* itemsOf(operation)
+    for (const item of items) {
+      if (item.data.status !== "queued") continue
+      const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
+      if (!current || current.data.lease_owner !== owner) return // another worker took over
+      if (current.data.cancellation_requested === true) break
+      const payload = (item.data.payload ?? {}) as JsonObject
+      const resourceId = typeof payload.id === "string" ? payload.id : null
+      const ran = yield* Effect.either(
+        uow.transaction(
+          Effect.gen(function* () {
+            if (!kind) return yield* Effect.fail(apiError("operation_type_unknown"))
+            const result = yield* kind.runItem(payload)
+            yield* holdLease(operation.id, operation.tenant, owner, "done")
+            const now = yield* Clock.currentTimeMillis
+            yield* records.update(operation.tenant, OPERATION_ITEM_TYPE, item.id, {
+              ...item.data,
+              status: "succeeded",
+              result,
+              error: null,
+              finished_at: formatTimestamp(now)
+            })
+          }).pipe(Effect.provideService(Caller, caller))
+        )
+      )
+      if (ran._tag === "Left") {
+        const failure = itemFailure(ran.left, resourceId)
+        if (failure.code === "operation_ownership_lost") return
+        // The item failed: recorded as failed, under the lease, in a unit of work of its own.
+        const recorded = yield* Effect.either(
+          uow.transaction(
+            Effect.gen(function* () {
+              yield* holdLease(operation.id, operation.tenant, owner, "failed")
+              const now = yield* Clock.currentTimeMillis
+              yield* records.update(operation.tenant, OPERATION_ITEM_TYPE, item.id, {
+                ...item.data,
+                status: "failed",
+                error: failure,
+                finished_at: formatTimestamp(now)
+              })
+            })
+          )
+        )
+        if (recorded._tag === "Left") return
+      }
+    }
+    yield* finishOperation(operation, owner, caller)
+  })
+
+/** The end of a run: succeeded, failed (its error: the first failed item, or `items_failed`), or canceled. */
+const finishOperation = (operation: StoredRecord, owner: string, caller: CallerInfo) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    yield* uow.transaction(
+      Effect.gen(function* () {
+        const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
+        if (!current || current.data.lease_owner !== owner) return
+        const items = yield* itemsOf(operation)
+        const canceled = current.data.cancellation_requested === true
+        const now = yield* Clock.currentTimeMillis
+        if (canceled) {
+          yield* Effect.forEach(
+            items.filter((i) => i.data.status === "queued"),
+            (i) => records.update(operation.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: formatTimestamp(now) })
+          )
+        }
+        const progress = progressOf(items)
+        const failedItems = items.filter((i) => i.data.status === "failed")
+        const status = canceled ? "canceled" : failedItems.length > 0 ? "failed" : "succeeded"
+        const firstError = failedItems[0]?.data.error as JsonObject | undefined
+        const saved = yield* records.update(
+          operation.tenant,
+          OPERATION_TYPE,
+          operation.id,
+          {
+            ...current.data,
+            status,
+            attempt: { number: Number((current.data.attempt as JsonObject).number), status },
+            progress,
+            error:
+              status !== "failed"
+                ? null
+                : failedItems.length === 1 && firstError
+                  ? firstError
+                  : { code: "items_failed", message: `${failedItems.length} items failed.`, field: null, reason: firstError ? String(firstError.code) : null, resource_id: null },
+            finished_at: formatTimestamp(now),
+            lease_owner: null,
+            lease_until: null
+          },
+          { expectedRevision: current.revision }
+        )
+        const verb = status === "succeeded" ? "completed" : status
+        yield* emitEvent(`operation.${verb}`, operationView(saved)).pipe(Effect.provideService(Caller, caller))
+      })
+    )
+  })
+
+/** One pass of a worker: claim and run what is due. Answers how many operations it ran. */
+export const runDueOperations = Effect.fn("Operations.runDue")(function* (batch = 10) {
+  const records = yield* Records
+  const now = yield* Clock.currentTimeMillis
+  const queued = yield* records.scan(OPERATION_TYPE, [{ field: "status", op: "eq", value: "queued" }], batch)
+  const stalled = yield* records.scan(
+    OPERATION_TYPE,
+    [
+      { field: "status", op: "eq", value: "running" },
+      { field: "lease_until", op: "lt", value: now }
+    ],
+    batch
+  )
+  let ran = 0
+  for (const candidate of [...queued, ...stalled]) {
+    const owner = `worker_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
+    const claimed = yield* claim(candidate, now, owner)
+    if (Option.isNone(claimed)) continue
+    yield* runOperation(claimed.value, owner)
+    ran++
+  }
+  return ran
+})
+
+/** A worker loop for a server's lifetime: runs due operations every `interval`. */
+export const operationsWorker = (interval = "250 millis" as const) =>
+  runDueOperations().pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("operations worker pass failed", cause)),
+    Effect.repeat(Schedule.spaced(interval))
+  )
+
+// ---------------------------------------------------------------------------------------
+// Cancel and resume
+
+const loadOperation = (id: string) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(storeFailure))
+    if (!record) return yield* Effect.fail(apiError("not_found"))
+    return record
+  })
+
+const finishedStatuses = ["succeeded", "failed", "canceled"]
+
+/** A client's change of an operation, unless a worker changed it meanwhile (409 `state_conflict`). */
+const saveOperation = (record: StoredRecord, data: JsonObject) =>
+  Effect.flatMap(Records, (records) => records.update(record.tenant, OPERATION_TYPE, record.id, data, { expectedRevision: record.revision })).pipe(
+    Effect.catchTag("RevisionConflict", () => Effect.fail(apiError("state_conflict", { reason: "operation_changed" }))),
+    Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e)))
+  )
+
+/**
+ * Ask an operation to stop. A queued one is canceled at once; a running one stops before its
+ * next item (its worker sees the request). A finished one: 422 `operation_not_cancelable`.
+ */
+export const cancelOperation = Effect.fn("Operations.cancel")(function* (id: string) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const now = yield* Clock.currentTimeMillis
+  const record = yield* loadOperation(id)
+  if (finishedStatuses.includes(String(record.data.status))) return yield* Effect.fail(apiError("operation_not_cancelable"))
+  const queued = record.data.status === "queued"
+  if (queued) {
+    const items = yield* itemsOf(record).pipe(Effect.mapError(storeFailure))
+    yield* Effect.forEach(items, (i) =>
+      records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: formatTimestamp(now) })
+    ).pipe(Effect.mapError(storeFailure))
+  }
+  const saved = yield* saveOperation(record, {
+    ...record.data,
+    cancellation_requested: true,
+    ...(queued
+      ? { status: "canceled", attempt: { ...(record.data.attempt as JsonObject), status: "canceled" }, finished_at: formatTimestamp(now) }
+      : {})
+  })
+  yield* recordChange("operation.cancellation_requested", { object: "operation", id })
+  if (queued) yield* emitEvent("operation.canceled", operationView(saved))
+  return operationView(saved)
+})
+
+/** Re-run the failed items whose error is an outage; only for a failed operation that has some. */
+export const resumeOperation = Effect.fn("Operations.resume")(function* (id: string) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const record = yield* loadOperation(id)
+  const items = yield* itemsOf(record).pipe(Effect.mapError(storeFailure))
+  const recoverable = items.filter((i) => i.data.status === "failed" && isRecoverable(String((i.data.error as JsonObject | null)?.code ?? "")))
+  if (record.data.status !== "failed" || recoverable.length === 0) {
+    return yield* Effect.fail(apiError("operation_not_resumable", { reason: record.data.status !== "failed" ? "not_failed" : "no_recoverable_items" }))
+  }
+  yield* Effect.forEach(recoverable, (i) =>
+    records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "queued", error: null, finished_at: null })
+  ).pipe(Effect.mapError(storeFailure))
+  const progress = record.data.progress as { done: number; failed: number; total: number }
+  const saved = yield* saveOperation(record, {
+    ...record.data,
+    status: "queued",
+    attempt: { ...(record.data.attempt as JsonObject), status: "queued" },
+    progress: { ...progress, failed: progress.failed - recoverable.length },
+    error: null,
+    finished_at: null
+  })
+  yield* recordChange("operation.resumed", { object: "operation", id })
+  return operationView(saved)
+})
+
+/** At most this many operations queued or running per account and environment (§8.2). */
+export const MAX_OPEN_OPERATIONS = 100
+export const MAX_BATCH_ITEMS = 1000
+
+/** 422 `operation_backlog_exceeded` when the environment already has 100 open operations. */
+export const checkBacklog = Effect.fn("Operations.checkBacklog")(function* () {
+  const caller = yield* Caller
+  const records = yield* Records
+  const open = yield* records
+    .count(caller.tenant, OPERATION_TYPE, [{ field: "status", op: "in", values: ["queued", "running"] }], [])
+    .pipe(Effect.mapError(storeFailure))
+  if ((open[0]?.count ?? 0) >= MAX_OPEN_OPERATIONS) return yield* Effect.fail(apiError("operation_backlog_exceeded"))
+})

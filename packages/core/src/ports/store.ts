@@ -1,0 +1,234 @@
+/**
+ * The store ports: everything with state is reached through one of these tags.
+ * `@syllabus/memory` and `@syllabus/pg` implement them (and pass one conformance suite).
+ *
+ * Records are stored as JSON documents with a few columns the store understands (type, id,
+ * tenant, revision) and named unique keys. Every resource of the contract is one record
+ * type, so one store implementation serves them all.
+ */
+import { Context, Data, type Effect } from "effect"
+
+export type Environment = "production" | "sandbox"
+export const environments: ReadonlyArray<Environment> = ["production", "sandbox"]
+
+/** Every row of every store belongs to one account and one environment. */
+export interface Tenant {
+  readonly accountId: string
+  readonly environment: Environment
+}
+
+export type Json = string | number | boolean | null | ReadonlyArray<Json> | { readonly [key: string]: Json }
+export type JsonObject = { readonly [key: string]: Json }
+
+/** The store could not be reached or failed: callers turn it into the right 503. */
+export class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly cause: unknown }> {}
+
+/** A named unique key was taken by another record. */
+export class UniqueViolation extends Data.TaggedError("UniqueViolation")<{ readonly name: string }> {}
+
+/** The record changed since the revision the caller read (or is gone). */
+export class RevisionConflict extends Data.TaggedError("RevisionConflict")<{ readonly current: number | null }> {}
+
+export interface StoredRecord {
+  readonly type: string
+  readonly id: string
+  readonly tenant: Tenant
+  /** Starts at 1; every successful update adds one. */
+  readonly revision: number
+  readonly data: JsonObject
+}
+
+/**
+ * A unique key of a record. Tenant-scoped unless `global` (e.g. a secret's hash, which must
+ * find its credential before the tenant is known).
+ */
+export interface UniqueKey {
+  readonly name: string
+  readonly value: string
+  readonly global?: boolean
+}
+
+/** A condition on a top-level field of a record's data. */
+export type Where =
+  | { readonly field: string; readonly op: "eq"; readonly value: string | number | boolean | null }
+  | { readonly field: string; readonly op: "in"; readonly values: ReadonlyArray<string> }
+  | { readonly field: string; readonly op: "gt" | "gte" | "lt" | "lte"; readonly value: string | number }
+  /** A text field containing `value`, ignoring case (search). */
+  | { readonly field: string; readonly op: "contains"; readonly value: string }
+
+export interface SortSpec {
+  /** A top-level field of the data, or `id`. Ties are always broken by `id` in the same direction. */
+  readonly field: string
+  readonly kind: "text" | "number"
+  readonly direction: "asc" | "desc"
+}
+
+export interface ListQuery {
+  readonly where: ReadonlyArray<Where>
+  readonly sort: SortSpec
+  /** Keyset position: the sort value and id of the last record of the previous page. */
+  readonly after?: { readonly value: string | number | null; readonly id: string } | undefined
+  readonly limit: number
+}
+
+export interface GroupCount {
+  readonly key: ReadonlyArray<Json>
+  readonly count: number
+}
+
+export class Records extends Context.Tag("@syllabus/core/Records")<
+  Records,
+  {
+    readonly get: (tenant: Tenant, type: string, id: string) => Effect.Effect<StoredRecord | undefined, StoreUnavailable>
+    /** A tenant finds its own keys; keys marked `global` are found with `"global"` only. */
+    readonly findUnique: (
+      tenant: Tenant | "global",
+      type: string,
+      key: { readonly name: string; readonly value: string }
+    ) => Effect.Effect<StoredRecord | undefined, StoreUnavailable>
+    readonly insert: (
+      tenant: Tenant,
+      type: string,
+      id: string,
+      data: JsonObject,
+      uniques?: ReadonlyArray<UniqueKey>
+    ) => Effect.Effect<StoredRecord, StoreUnavailable | UniqueViolation>
+    /**
+     * Replace the data of a record. With `expectedRevision`, only if the record is still at
+     * that revision (else `RevisionConflict`). `uniques`, when given, replaces the record's keys.
+     */
+    readonly update: (
+      tenant: Tenant,
+      type: string,
+      id: string,
+      data: JsonObject,
+      options?: { readonly expectedRevision?: number | undefined; readonly uniques?: ReadonlyArray<UniqueKey> | undefined }
+    ) => Effect.Effect<StoredRecord, StoreUnavailable | UniqueViolation | RevisionConflict>
+    readonly remove: (tenant: Tenant, type: string, id: string) => Effect.Effect<boolean, StoreUnavailable>
+    readonly list: (tenant: Tenant, type: string, query: ListQuery) => Effect.Effect<ReadonlyArray<StoredRecord>, StoreUnavailable>
+    /** Counts of records matching `where`, grouped by the values of `groupBy` fields. */
+    readonly count: (
+      tenant: Tenant,
+      type: string,
+      where: ReadonlyArray<Where>,
+      groupBy: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<GroupCount>, StoreUnavailable>
+    /**
+     * Housekeeping across tenants: records of `type` matching `where`, in `id` order, at
+     * most `limit`. Never used to answer a client (a client only sees its own tenant).
+     */
+    readonly scan: (
+      type: string,
+      where: ReadonlyArray<Where>,
+      limit: number
+    ) => Effect.Effect<ReadonlyArray<StoredRecord>, StoreUnavailable>
+    /** Remove every record of the tenant whose type is not in `keepTypes` (sandbox reset). */
+    readonly purge: (tenant: Tenant, keepTypes: ReadonlyArray<string>) => Effect.Effect<number, StoreUnavailable>
+    /** Remove, across all tenants, the records of `type` whose `field` (a timestamp) is below `before` (retention). */
+    readonly prune: (
+      type: string,
+      field: string,
+      before: string
+    ) => Effect.Effect<number, StoreUnavailable>
+  }
+>() {}
+
+/**
+ * One unit of work: every `Records` and `Idempotency.complete` call made inside `transaction`
+ * commits together or not at all, serializably. Nested calls join the outer transaction.
+ * A store may run the effect again when it lost a race with a concurrent unit of work
+ * (nothing of the lost run is kept), so the effect must do nothing but store work and
+ * pure computation.
+ */
+export class UnitOfWork extends Context.Tag("@syllabus/core/UnitOfWork")<
+  UnitOfWork,
+  {
+    readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreUnavailable, R>
+  }
+>() {}
+
+/** A response as recorded for replay. */
+export interface RecordedResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Json
+}
+
+export interface IdempotencyReceipt {
+  /** The operation and path the key was first used on, and a hash of the rest of the request. */
+  readonly operationId: string
+  readonly fingerprint: string
+  readonly state: "in_progress" | "completed"
+  readonly response: RecordedResponse | null
+  /** Epoch ms. */
+  readonly expiresAt: number
+}
+
+export type IdempotencyClaim =
+  /** The key is now held by this request; `token` proves it on complete/release. */
+  | { readonly _tag: "Claimed"; readonly token: string }
+  /** Someone used the key before (finished or still running). */
+  | { readonly _tag: "Existing"; readonly receipt: IdempotencyReceipt }
+
+/** One request's attempt to take an idempotency key. Times are epoch ms. */
+export interface ClaimAttempt {
+  readonly operationId: string
+  readonly fingerprint: string
+  /** Proves the holder on `complete` and `release`. */
+  readonly token: string
+  readonly now: number
+  readonly staleBefore: number
+  readonly expiresAt: number
+}
+
+export class Idempotency extends Context.Tag("@syllabus/core/Idempotency")<
+  Idempotency,
+  {
+    /**
+     * Take the key, unless a live receipt holds it. A receipt past `expiresAt`, or an
+     * in-progress one claimed before `staleBefore` (epoch ms), is taken over.
+     */
+    readonly claim: (tenant: Tenant, key: string, attempt: ClaimAttempt) => Effect.Effect<IdempotencyClaim, StoreUnavailable>
+    /** Record the result; called inside the unit of work of the write it belongs to. */
+    readonly complete: (
+      tenant: Tenant,
+      key: string,
+      token: string,
+      response: RecordedResponse
+    ) => Effect.Effect<void, StoreUnavailable>
+    /** Give the key back after a failure: an error consumes no key. */
+    readonly release: (tenant: Tenant, key: string, token: string) => Effect.Effect<void, StoreUnavailable>
+  }
+>() {}
+
+/** One scope checked by the rate limiter. */
+export interface RateCheck {
+  readonly scope: "origin" | "instance" | "key"
+  /** The counter's identity, e.g. `origin:203.0.113.9` or `key:crd_…`. */
+  readonly key: string
+  readonly limit: number
+}
+
+/** The two fixed windows a sliding window is estimated from. */
+export interface WindowCounts {
+  readonly previous: number
+  readonly current: number
+}
+
+export class RateLimitStore extends Context.Tag("@syllabus/core/RateLimitStore")<
+  RateLimitStore,
+  {
+    /**
+     * Atomically: read the counts of the window starting at `windowStart` (epoch ms) and of
+     * the one before it for every check, ask `admit` whether the request is allowed, and
+     * only if it is, add one to every current window. Returns the counts that were read.
+     * Never part of a unit of work: a hit stays counted whatever happens to the request.
+     */
+    readonly hit: (
+      checks: ReadonlyArray<RateCheck>,
+      windowStart: number,
+      windowMs: number,
+      admit: (counts: ReadonlyArray<WindowCounts>) => boolean
+    ) => Effect.Effect<{ readonly admitted: boolean; readonly counts: ReadonlyArray<WindowCounts> }, StoreUnavailable>
+  }
+>() {}

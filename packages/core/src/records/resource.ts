@@ -1,0 +1,462 @@
+/**
+ * One resource machinery, many resources. A resource is described once (`ResourceDefinition`):
+ * its representation, create and update bodies, parent, capability, filters, sorts, unique
+ * keys, trash, replica and revision behaviour. From that description this module derives its
+ * use cases (list, get, create, update, trash/restore or remove), each writing its audit
+ * entry and its event in the unit of work of the change; `@syllabus/http` derives the routes
+ * and their OpenAPI from the same description.
+ *
+ * Rules particular to one resource plug in as small named functions of its description
+ * (`defaults`, `change`, `rules`).
+ */
+import { Clock, Effect, Option, Schema } from "effect"
+import { Caller, Ids } from "../access/context.js"
+import { type ApiError, apiError, type DetailItem, type ErrorCode, fieldError } from "../errors/errors.js"
+import { emitEvent, previousAttributes } from "../events/events.js"
+import type { Crypto } from "../ports/crypto.js"
+import {
+  type Json,
+  type JsonObject,
+  Records,
+  type SortSpec,
+  type StoredRecord,
+  type StoreUnavailable,
+  type Tenant,
+  type UniqueKey,
+  type Where
+} from "../ports/store.js"
+import { recordChange } from "../trail/audit.js"
+import type { IdKind } from "./ids.js"
+import { paginate } from "./pagination.js"
+import { formatTimestamp } from "./time.js"
+
+/** What a rule function of a resource may use. */
+export type RuleServices = Caller | Records | Ids | Crypto
+
+export interface WriteContext {
+  readonly tenant: Tenant
+  readonly id: string
+  /** The parent's ID for a nested resource. */
+  readonly parentId: string | undefined
+  readonly now: number
+}
+
+/** A query filter: its parameter schema, and the store conditions of a value. */
+export interface FilterDefinition {
+  readonly schema: Schema.Schema.AnyNoContext
+  readonly where: (value: never) => ReadonlyArray<Where>
+  readonly description?: string
+}
+
+export interface ParentDefinition {
+  /** Object type of the parent (its records are of this type). */
+  readonly type: string
+  readonly idKind: IdKind
+  /** The field of the child holding the parent ID, also the path parameter (e.g. `product_id`). */
+  readonly field: string
+  /** The parent's own parent, for deeper nesting (e.g. a lesson's module under a product). */
+  readonly parent?: ParentDefinition
+}
+
+export interface ResourceDefinition<
+  F extends Schema.Struct.Fields = Schema.Struct.Fields,
+  C extends Schema.Schema.AnyNoContext = Schema.Schema.AnyNoContext,
+  U extends Schema.Schema.AnyNoContext = Schema.Schema.AnyNoContext
+> {
+  /** The `object` of the representation and the type of its records (e.g. `showcase`). */
+  readonly type: string
+  readonly idKind: IdKind
+  /** Plural for paths, operation IDs and capabilities (`showcases` → `showcases.read`, …). */
+  readonly plural: string
+  /** Path of the collection under `/api/v3` (e.g. `/showcases`, `/products/{product_id}/modules`). */
+  readonly path: string
+  readonly tag: string
+  readonly parent?: ParentDefinition
+  /**
+   * The fields of the representation, in order, besides those the machinery writes:
+   * `object`, `id`, the parent field, `created_at`, `updated_at`, `deleted` (trash) and
+   * `revision`.
+   */
+  readonly fields: F
+  readonly create: C
+  readonly update: U
+  /** The field values of a new record, from the create body. */
+  readonly defaults: (
+    body: Schema.Schema.Type<C>,
+    context: WriteContext
+  ) => Effect.Effect<JsonObject, ApiError, RuleServices>
+  /**
+   * The field values after a PATCH. Default: each field sent replaces the stored one, `null`
+   * clears it (or restores `nullDefaults` where given).
+   */
+  readonly change?: (
+    current: JsonObject,
+    patch: Schema.Schema.Type<U>,
+    context: WriteContext
+  ) => Effect.Effect<JsonObject, ApiError, RuleServices>
+  /** `null` in a PATCH restores these defaults instead of clearing (settings). */
+  readonly nullDefaults?: JsonObject
+  /** Identifiers unique among the non-trashed records of the tenant: 409 `already_exists` on the field. */
+  readonly unique?: ReadonlyArray<string>
+  /** DELETE moves to the trash (and `PATCH deleted=false` restores); else DELETE removes for good. */
+  readonly trash: boolean
+  /** Replicated records are read-only except `status` (3.3.0). */
+  readonly replicable?: boolean
+  /** How `revision` is written: the contract has both (`credential`: integer; `product`: string). */
+  readonly revision: "integer" | "string"
+  readonly filters?: Readonly<Record<string, FilterDefinition>>
+  /** Sort names accepted by `sort` (each also reversed with `-`), first is the default. */
+  readonly sorts: ReadonlyArray<{ readonly name: string; readonly field: string; readonly kind: "text" | "number"; readonly direction?: "asc" | "desc" }>
+  /** Fields searched by `q`. */
+  readonly search?: ReadonlyArray<string>
+  /** Resource-specific rules around the generic writes. */
+  readonly rules?: {
+    /**
+     * The new field values, before they are saved by a create (`previous` null) or an update:
+     * checks across fields or against other records (e.g. a file ID of the right purpose).
+     */
+    readonly check?: (data: JsonObject, previous: JsonObject | null) => Effect.Effect<void, ApiError, RuleServices>
+    /** Before a record is trashed or removed (e.g. 409 `tag_in_use`). */
+    readonly beforeDelete?: (record: StoredRecord) => Effect.Effect<void, ApiError, RuleServices>
+    /** After a record is trashed or removed, inside the same unit of work (e.g. drop links). */
+    readonly afterDelete?: (record: StoredRecord) => Effect.Effect<void, ApiError, RuleServices>
+    /** After a create, inside the same unit of work (e.g. shift positions). */
+    readonly afterCreate?: (record: StoredRecord) => Effect.Effect<void, ApiError, RuleServices>
+    /** After an update, inside the same unit of work. */
+    readonly afterUpdate?: (before: StoredRecord, after: StoredRecord) => Effect.Effect<void, ApiError, RuleServices>
+  }
+  /** Fields stored but never shown (e.g. a password hash). */
+  readonly hidden?: ReadonlyArray<string>
+  /**
+   * Derived routes the resource replaces with its own (e.g. a create that answers a secret
+   * once); the description still drives everything else (schemas, events, batches).
+   */
+  readonly replacedRoutes?: ReadonlyArray<"list" | "get" | "create" | "update" | "delete">
+  /** Error codes its rules answer on writes, for the description (e.g. `replica_readonly` from a parent). */
+  readonly writeErrors?: ReadonlyArray<ErrorCode>
+}
+
+/** Build a definition, keeping its schema types tied to its rule functions. */
+export const defineResource = <F extends Schema.Struct.Fields, C extends Schema.Schema.AnyNoContext, U extends Schema.Schema.AnyNoContext>(
+  definition: ResourceDefinition<F, C, U>
+): ResourceDefinition => definition as unknown as ResourceDefinition
+
+// ---------------------------------------------------------------------------------------
+// The representation
+
+/** Fields the machinery manages itself: never accepted in a body. */
+export const managedFields = ["object", "id", "created_at", "updated_at", "revision"] as const
+
+/** Field names of the representation, in order. */
+export const representationFields = (definition: ResourceDefinition): ReadonlyArray<string> => [
+  "object",
+  "id",
+  ...(definition.parent ? [definition.parent.field] : []),
+  ...Object.keys(definition.fields),
+  "created_at",
+  "updated_at",
+  ...(definition.trash ? ["deleted"] : []),
+  "revision"
+]
+
+export const resourceView = (definition: ResourceDefinition, record: StoredRecord): JsonObject => {
+  const out: Record<string, Json> = {}
+  for (const field of representationFields(definition)) {
+    out[field] =
+      field === "revision"
+        ? definition.revision === "string"
+          ? String(record.revision)
+          : record.revision
+        : field === "deleted"
+          ? record.data.deleted === true
+          : (record.data[field] ?? null)
+  }
+  return out
+}
+
+export const resourceEtag = (definition: ResourceDefinition, record: StoredRecord): string =>
+  `W/"${definition.type}:${record.id}:${record.revision}"`
+
+// ---------------------------------------------------------------------------------------
+// Use cases
+
+const storeFailure = (cause: StoreUnavailable) => apiError("audit_unavailable", { internal: cause })
+const readFailure = (cause: StoreUnavailable) => apiError("credential_state_unverifiable", { internal: cause })
+
+/** The record of a resource in the caller's tenant (and under `parentId`), or 404. */
+export const loadResource = (definition: ResourceDefinition, parentId: string | undefined, id: string) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const record = yield* records.get(caller.tenant, definition.type, id).pipe(Effect.mapError(readFailure))
+    if (!record || (definition.parent && record.data[definition.parent.field] !== parentId)) {
+      return yield* Effect.fail(apiError("not_found"))
+    }
+    return record
+  })
+
+/** The parent (and its ancestors) must exist in the caller's tenant and not be trashed. */
+export const requireParent = (
+  parent: ParentDefinition | undefined,
+  ids: Readonly<Record<string, string | undefined>>
+): Effect.Effect<void, ApiError, Caller | Records> =>
+  Effect.gen(function* () {
+    if (!parent) return
+    const caller = yield* Caller
+    const records = yield* Records
+    const id = ids[parent.field]
+    const record = id === undefined ? undefined : yield* records.get(caller.tenant, parent.type, id).pipe(Effect.mapError(readFailure))
+    if (!record || record.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
+    if (parent.parent && record.data[parent.parent.field] !== ids[parent.parent.field]) return yield* Effect.fail(apiError("not_found"))
+    yield* requireParent(parent.parent, ids)
+  })
+
+const searchText = (definition: ResourceDefinition, data: JsonObject): string | null =>
+  definition.search ? definition.search.map((f) => (typeof data[f] === "string" ? data[f] : "")).join("\n") : null
+
+const uniqueKeys = (definition: ResourceDefinition, data: JsonObject): ReadonlyArray<UniqueKey> =>
+  data.deleted === true
+    ? []
+    : (definition.unique ?? []).flatMap((field) => {
+        const value = data[field]
+        return typeof value === "string" && value !== "" ? [{ name: field, value }] : []
+      })
+
+/** Fields stored beside the representation, for the store's filters. */
+const withIndexes = (definition: ResourceDefinition, data: JsonObject): JsonObject => {
+  const text = searchText(definition, data)
+  return text === null ? data : { ...data, search_text: text }
+}
+
+const verbOf = {
+  created: "created",
+  updated: "updated",
+  trashed: "trashed",
+  restored: "restored",
+  deleted: "deleted",
+  published: "published",
+  copied: "copied",
+  reordered: "reordered"
+} as const
+
+/** Audit entry and event of one change, in its unit of work (`<type>.<verb>`). */
+export const recordResourceChange = (
+  definition: ResourceDefinition,
+  verb: keyof typeof verbOf,
+  after: JsonObject,
+  before: JsonObject | null = null
+) =>
+  Effect.gen(function* () {
+    yield* recordChange(`${definition.type}.${verb}`, { object: definition.type, id: String(after.id) })
+    yield* emitEvent(`${definition.type}.${verb}`, after, before ? previousAttributes(before, after) : null)
+  })
+
+export interface ListInput {
+  readonly parentIds: Readonly<Record<string, string | undefined>>
+  readonly limit: number
+  readonly cursor: string | undefined
+  readonly sort: string | undefined
+  readonly deleted: boolean
+  readonly q: string | undefined
+  readonly filters: Readonly<Record<string, unknown>>
+  /** Access rules: the IDs the caller may see, or all. Applied before pagination. */
+  readonly visible: "all" | ReadonlySet<string>
+}
+
+export const listResources = (definition: ResourceDefinition, input: ListInput) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    yield* requireParent(definition.parent, input.parentIds)
+    const sortName = (input.sort ?? definition.sorts[0]!.name).replace(/^-/, "")
+    const reversed = (input.sort ?? "").startsWith("-")
+    const declared = definition.sorts.find((s) => s.name === sortName) ?? definition.sorts[0]!
+    const direction = declared.direction ?? "asc"
+    const sort: SortSpec = {
+      field: declared.field,
+      kind: declared.kind,
+      direction: reversed ? (direction === "asc" ? "desc" : "asc") : direction
+    }
+    const where: Array<Where> = [{ field: "deleted", op: "eq", value: input.deleted }]
+    if (definition.parent) where.push({ field: definition.parent.field, op: "eq", value: input.parentIds[definition.parent.field] ?? null })
+    for (const [name, value] of Object.entries(input.filters)) {
+      const filter = definition.filters?.[name]
+      if (filter && value !== undefined) where.push(...filter.where(value as never))
+    }
+    if (input.q !== undefined && input.q !== "" && definition.search) where.push({ field: "search_text", op: "contains", value: input.q })
+    if (input.visible !== "all") where.push({ field: "id", op: "in", values: [...input.visible] })
+    const { items, page } = yield* paginate({
+      tenant: caller.tenant,
+      type: definition.type,
+      where,
+      sort,
+      limit: input.limit,
+      cursor: input.cursor,
+      collection: `${definition.path}:${JSON.stringify([input.parentIds, input.deleted, input.q ?? null, input.filters])}`
+    }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+    return { data: items.map((r) => resourceView(definition, r)), page }
+  })
+
+/** A trashed record is not found (§7 `not_found`: "missing, deleted, or out of scope"); the trash is a list. */
+export const getResource = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>, id: string) =>
+  Effect.gen(function* () {
+    yield* requireParent(definition.parent, parentIds)
+    const record = yield* loadResource(definition, definition.parent ? parentIds[definition.parent.field] : undefined, id)
+    if (record.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
+    return record
+  })
+
+export const createResource = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>, body: unknown) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    yield* requireParent(definition.parent, parentIds)
+    const id = yield* (yield* Ids).next(definition.idKind)
+    const now = yield* Clock.currentTimeMillis
+    const parentId = definition.parent ? parentIds[definition.parent.field] : undefined
+    const context: WriteContext = { tenant: caller.tenant, id, parentId, now }
+    const fields = yield* definition.defaults(body as never, context)
+    if (definition.rules?.check) yield* definition.rules.check(fields, null)
+    const at = formatTimestamp(now)
+    const data: JsonObject = withIndexes(definition, {
+      object: definition.type,
+      id,
+      ...(definition.parent ? { [definition.parent.field]: parentId ?? null } : {}),
+      ...fields,
+      created_at: at,
+      updated_at: at,
+      deleted: false
+    })
+    const record = yield* records.insert(caller.tenant, definition.type, id, data, uniqueKeys(definition, data)).pipe(
+      Effect.catchTags({
+        UniqueViolation: (e) => Effect.fail(fieldError("already_exists", e.name)),
+        StoreUnavailable: (e) => Effect.fail(storeFailure(e))
+      })
+    )
+    if (definition.rules?.afterCreate) yield* definition.rules.afterCreate(record)
+    yield* recordResourceChange(definition, "created", resourceView(definition, record))
+    return record
+  })
+
+/** Save new data for a record, keeping its unique keys in step, with an optional revision check. */
+export const saveResource = (
+  definition: ResourceDefinition,
+  record: StoredRecord,
+  data: JsonObject,
+  expectedRevision: number | undefined
+) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const now = yield* Clock.currentTimeMillis
+    const next = withIndexes(definition, { ...data, updated_at: formatTimestamp(now) })
+    return yield* records
+      .update(caller.tenant, definition.type, record.id, next, {
+        expectedRevision: expectedRevision ?? record.revision,
+        uniques: uniqueKeys(definition, next)
+      })
+      .pipe(
+        Effect.catchTags({
+          UniqueViolation: (e) => Effect.fail(fieldError("already_exists", e.name)),
+          RevisionConflict: () => Effect.fail(apiError("revision_mismatch")),
+          StoreUnavailable: (e) => Effect.fail(storeFailure(e))
+        })
+      )
+  })
+
+/** Is this record a copy from another account (3.3.0)? */
+export const isReplica = (record: StoredRecord): boolean =>
+  typeof record.data.replica_of === "object" && record.data.replica_of !== null
+
+/** The default PATCH: fields sent replace the stored ones; `null` clears or restores a default. */
+const mergePatch = (definition: ResourceDefinition, current: JsonObject, patch: JsonObject): JsonObject => {
+  const next: Record<string, Json> = { ...current }
+  for (const [key, value] of Object.entries(patch)) {
+    if (key === "deleted") continue
+    next[key] = value === null && definition.nullDefaults && key in definition.nullDefaults ? definition.nullDefaults[key]! : value
+  }
+  return next
+}
+
+export const updateResource = (
+  definition: ResourceDefinition,
+  parentIds: Readonly<Record<string, string | undefined>>,
+  id: string,
+  body: JsonObject,
+  expectedRevision: number | undefined
+) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    yield* requireParent(definition.parent, parentIds)
+    const parentId = definition.parent ? parentIds[definition.parent.field] : undefined
+    const current = yield* loadResource(definition, parentId, id)
+    if (expectedRevision !== undefined && current.revision !== expectedRevision) return yield* Effect.fail(apiError("revision_mismatch"))
+    // §3: `deleted=true` in a PATCH is 422; `deleted=false` restores from the trash.
+    if (body.deleted === true) {
+      return yield* Effect.fail(apiError("validation_failed", { details: [{ field: "deleted", code: "invalid_value", reason: "use_delete" }] }))
+    }
+    const changed = Object.keys(body).filter((k) => k !== "deleted")
+    if (isReplica(current) && changed.some((k) => k !== "status")) return yield* Effect.fail(apiError("replica_readonly"))
+    const trashed = current.data.deleted === true
+    if (trashed && body.deleted !== false) return yield* Effect.fail(apiError("not_found"))
+    const now = yield* Clock.currentTimeMillis
+    const context: WriteContext = { tenant: caller.tenant, id, parentId, now }
+    const patch = Object.fromEntries(Object.entries(body).filter(([k]) => k !== "deleted")) as JsonObject
+    const merged = definition.change
+      ? yield* definition.change(current.data, patch as never, context)
+      : mergePatch(definition, current.data, patch)
+    if (definition.rules?.check) yield* definition.rules.check(merged, current.data)
+    const restoring = trashed && body.deleted === false
+    const saved = yield* saveResource(definition, current, { ...merged, deleted: false }, current.revision)
+    if (definition.rules?.afterUpdate) yield* definition.rules.afterUpdate(current, saved)
+    if (restoring) yield* recordResourceChange(definition, "restored", resourceView(definition, saved), resourceView(definition, current))
+    if (changed.length > 0 || !restoring) {
+      yield* recordResourceChange(definition, "updated", resourceView(definition, saved), resourceView(definition, current))
+    }
+    return saved
+  })
+
+export const deleteResource = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>, id: string) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    yield* requireParent(definition.parent, parentIds)
+    const current = yield* loadResource(definition, definition.parent ? parentIds[definition.parent.field] : undefined, id)
+    if (current.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
+    if (definition.replicable && isReplica(current)) return yield* Effect.fail(apiError("replica_readonly"))
+    if (definition.rules?.beforeDelete) yield* definition.rules.beforeDelete(current)
+    let result: StoredRecord | undefined
+    if (definition.trash) {
+      result = yield* saveResource(definition, current, { ...current.data, deleted: true }, current.revision)
+      yield* recordResourceChange(definition, "trashed", resourceView(definition, result), resourceView(definition, current))
+    } else {
+      yield* records.remove(caller.tenant, definition.type, id).pipe(Effect.mapError(storeFailure))
+      yield* recordResourceChange(definition, "deleted", resourceView(definition, current))
+    }
+    if (definition.rules?.afterDelete) yield* definition.rules.afterDelete(current)
+    return result
+  })
+
+// ---------------------------------------------------------------------------------------
+// Helpers for definitions
+
+/** Filter on a field equal to the parameter. */
+export const equalsFilter = (field: string, schema: Schema.Schema.AnyNoContext, description?: string): FilterDefinition => ({
+  schema,
+  where: (value: never) => [{ field, op: "eq", value: value as unknown as string }],
+  ...(description ? { description } : {})
+})
+
+/** Filters `created_after` / `created_before` on `created_at`. */
+export const createdRangeFilters = (timestamp: Schema.Schema.AnyNoContext, parse: (text: string) => Option.Option<number>) => ({
+  created_after: {
+    schema: timestamp,
+    where: (value: never) => [{ field: "created_at", op: "gte" as const, value: formatTimestamp(Option.getOrThrow(parse(value as string))) }]
+  },
+  created_before: {
+    schema: timestamp,
+    where: (value: never) => [{ field: "created_at", op: "lt" as const, value: formatTimestamp(Option.getOrThrow(parse(value as string))) }]
+  }
+})
+
+/** A 422 listing each problem of a rule check. */
+export const ruleViolation = (details: ReadonlyArray<DetailItem>): ApiError => apiError("validation_failed", { details })

@@ -1,0 +1,128 @@
+/**
+ * Batches (`POST /operations`): many writes of one kind as one asynchronous operation. Every
+ * described resource offers three batch types, `<plural>.create`, `<plural>.update` and
+ * `<plural>.delete`; each item is that write, validated up front and run in a unit of work
+ * of its own.
+ */
+import { Effect, Either, Schema } from "effect"
+import { Caller } from "../access/context.js"
+import { allows } from "../access/policies.js"
+import { apiError, type DetailItem } from "../errors/errors.js"
+import { MAX_BATCH_ITEMS, type OperationKind, startOperation } from "../operations/operations.js"
+import type { Json, JsonObject } from "../ports/store.js"
+import { createResource, deleteResource, type ResourceDefinition, resourceView, updateResource } from "../records/resource.js"
+import { detailsOf, strict } from "../records/schema.js"
+import { resourceDefinitions } from "./resources.js"
+
+type Action = "create" | "update" | "delete"
+
+interface BatchType {
+  readonly definition: ResourceDefinition
+  readonly action: Action
+  /** The fields of an item besides `key`. */
+  readonly item: Schema.Schema.AnyNoContext
+}
+
+const parentFields = (definition: ResourceDefinition): ReadonlyArray<string> => {
+  const fields: Array<string> = []
+  for (let p = definition.parent; p; p = p.parent) fields.push(p.field)
+  return fields
+}
+
+const withParents = (definition: ResourceDefinition, schema: Schema.Schema.AnyNoContext, extra: Schema.Struct.Fields) =>
+  Schema.extend(
+    schema as unknown as Schema.Struct<Schema.Struct.Fields>,
+    Schema.Struct({ ...Object.fromEntries(parentFields(definition).map((f) => [f, Schema.String])), ...extra })
+  ) as unknown as Schema.Schema.AnyNoContext
+
+const batchTypes: ReadonlyMap<string, BatchType> = new Map(
+  resourceDefinitions.flatMap((definition): ReadonlyArray<[string, BatchType]> => [
+    [`${definition.plural}.create`, { definition, action: "create", item: withParents(definition, definition.create, {}) }],
+    [`${definition.plural}.update`, { definition, action: "update", item: withParents(definition, definition.update, { id: Schema.String }) }],
+    [
+      `${definition.plural}.delete`,
+      { definition, action: "delete", item: withParents(definition, Schema.Struct({}), { id: Schema.String }) }
+    ]
+  ])
+)
+
+export const batchTypeNames: ReadonlyArray<string> = [...batchTypes.keys()]
+
+const parentIdsOf = (definition: ResourceDefinition, payload: JsonObject) =>
+  Object.fromEntries(parentFields(definition).map((f) => [f, typeof payload[f] === "string" ? payload[f] : undefined]))
+
+const strip = (payload: JsonObject, fields: ReadonlyArray<string>) =>
+  Object.fromEntries(Object.entries(payload).filter(([k]) => !fields.includes(k))) as JsonObject
+
+/** The handlers of every batch type, for the workers. */
+export const batchKinds: Readonly<Record<string, OperationKind>> = Object.fromEntries(
+  [...batchTypes.entries()].map(([name, { definition, action }]): [string, OperationKind] => [
+    name,
+    {
+      runItem: (payload) => {
+        const parents = parentIdsOf(definition, payload)
+        const own = strip(payload, parentFields(definition))
+        const id = String(own.id ?? "")
+        const written =
+          action === "create"
+            ? createResource(definition, parents, own)
+            : action === "update"
+              ? updateResource(definition, parents, id, strip(own, ["id"]), undefined)
+              : deleteResource(definition, parents, id)
+        return Effect.map(written, (record): Json => (record ? { id: record.id, object: resourceView(definition, record) } : { id }))
+      }
+    }
+  ])
+)
+
+export const StartBatchBody = Schema.Struct({
+  type: Schema.String,
+  items: Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}).annotations({ identifier: "StartBatchBody" })
+
+/** Check a batch whole (type, size, keys, every item) and queue it; nothing is queued if anything is wrong. */
+export const startBatch = Effect.fn("Batches.start")(function* (body: typeof StartBatchBody.Type) {
+  const caller = yield* Caller
+  const batch = batchTypes.get(body.type)
+  if (!batch) {
+    return yield* Effect.fail(apiError("operation_type_unknown", { details: [{ field: "type", code: "operation_type_unknown" }] }))
+  }
+  const capability = `${batch.definition.plural}.${batch.action}`
+  if (!allows(caller.grant, capability)) return yield* Effect.fail(apiError("permission_denied", { params: { capability } }))
+  if (body.items.length === 0) {
+    return yield* Effect.fail(apiError("validation_failed", { details: [{ field: "items", code: "too_short", params: { min: 1 } }] }))
+  }
+  if (body.items.length > MAX_BATCH_ITEMS) {
+    return yield* Effect.fail(
+      apiError("too_many_items", { details: [{ field: "items", code: "too_many_items", params: { max: MAX_BATCH_ITEMS } }] })
+    )
+  }
+  const seen = new Map<string, number>()
+  const duplicates: Array<DetailItem> = []
+  const invalid: Array<DetailItem> = []
+  const items = body.items.map((raw, i) => {
+    const key = raw.key
+    if (typeof key !== "string" || !/^[A-Za-z0-9._:-]{1,128}$/.test(key)) {
+      invalid.push({ field: `items[${i}].key`, code: typeof key === "string" ? "invalid_value" : "required" })
+    } else if (seen.has(key)) {
+      duplicates.push({ field: `items[${i}].key`, code: "duplicate_item_key", params: { first: seen.get(key)! } })
+    } else seen.set(key, i)
+    const payload = strip(raw as JsonObject, ["key"])
+    const decoded = Schema.decodeUnknownEither(batch.item)(payload, strict)
+    if (Either.isLeft(decoded)) {
+      for (const detail of detailsOf(decoded.left, "field")) invalid.push({ ...detail, field: `items[${i}].${detail.field}` })
+    } else {
+      // As the routes do: a resource-limited policy reaches only its resources (the outermost parent's for nested ones).
+      const [scopeField] = [...parentFields(batch.definition)].reverse()
+      const scoped = scopeField ?? (batch.action === "create" ? undefined : "id")
+      const scope = scoped === undefined ? undefined : payload[scoped]
+      if (typeof scope === "string" && !allows(caller.grant, capability, scope)) {
+        invalid.push({ field: `items[${i}].${scoped}`, code: "not_found" })
+      }
+    }
+    return { key: String(key), payload }
+  })
+  if (duplicates.length > 0) return yield* Effect.fail(apiError("duplicate_item_key", { details: duplicates }))
+  if (invalid.length > 0) return yield* Effect.fail(apiError("item_invalid", { details: invalid }))
+  return yield* startOperation(body.type, items)
+})

@@ -1,0 +1,84 @@
+/**
+ * The capability catalog of this release, and the policy templates expanded over it.
+ *
+ * The catalog is derived from the resource descriptions (read/create/update/delete of every
+ * described resource), so it lives here, above the resources and above the access rules:
+ * the access rules (`access/policies.ts`) know templates only as patterns, and receive this
+ * catalog as the `CapabilityCatalog` service, which the assembling layer provides with
+ * `ReleaseCapabilityCatalog`. The functions exported below are that catalog's, for callers
+ * that read the release's catalog directly (`GET /capabilities`, `GET /policy-templates`).
+ */
+import { Layer } from "effect"
+import { CapabilityCatalog, makeCapabilityCatalog } from "../access/policies.js"
+import { resourceDefinitions } from "./resources.js"
+
+const crud = (resource: string, ...extra: ReadonlyArray<string>) =>
+  ["read", "create", "update", "delete", ...extra].map((action) => `${resource}.${action}`)
+
+/** The catalog of capabilities of this release: those below, and read/create/update/delete of every described resource. */
+const listedCapabilities: ReadonlyArray<string> = [
+  "credentials.read",
+  "credentials.create",
+  "credentials.update",
+  "credentials.revoke",
+  "credentials.delete",
+  "requests.read",
+  "audit_entries.read",
+  "usage.read",
+  "sandbox.reset",
+  "events.read",
+  "operations.read",
+  "operations.create",
+  "operations.cancel",
+  "files.read",
+  "files.create",
+  ...crud("showcases"),
+  ...crud("banners"),
+  ...crud("navigation"),
+  ...crud("products", "publish"),
+  ...crud("modules", "publish"),
+  ...crud("lessons"),
+  ...crud("exams"),
+  "exams.read_answer_key",
+  ...crud("taxonomies"),
+  ...crud("users"),
+  "users.read_personal",
+  ...crud("tags"),
+  ...crud("custom_fields"),
+  ...crud("administrators"),
+  ...crud("enrollments"),
+  ...crud("questions"),
+  "questions.reopen",
+  "questions.pin",
+  ...crud("comments"),
+  ...crud("tickets"),
+  ...crud("departments"),
+  ...crud("faqs"),
+  ...crud("deliveries"),
+  ...crud("gateways"),
+  "sales_events.read",
+  ...crud("legal_terms"),
+  "legal_terms.read_proof",
+  ...crud("settings"),
+  ...crud("domains"),
+  ...crud("replicas"),
+  ...crud("webhooks"),
+  "reports.read"
+]
+
+export const capabilityCatalog: ReadonlyArray<string> = [
+  ...new Set([...listedCapabilities, ...resourceDefinitions.flatMap((definition) => crud(definition.plural))])
+]
+
+/** This release's catalog, with the policy templates expanded over it. */
+const release = makeCapabilityCatalog(capabilityCatalog)
+
+/** The release's catalog as the `CapabilityCatalog` service, for the assembling layer. */
+export const ReleaseCapabilityCatalog: Layer.Layer<CapabilityCatalog> = Layer.succeed(CapabilityCatalog, release)
+
+export const policyTemplates = release.templates
+export const isCapability = release.isCapability
+export const findTemplate = release.findTemplate
+export const policyCapabilities = release.policyCapabilities
+export const grantOf = release.grantOf
+export const checkDelegation = release.checkDelegation

@@ -1,0 +1,421 @@
+/**
+ * Upload sessions and files (§8.2, release 3.4.0, open-points "Uploads"). A file of up to
+ * 5 GiB arrives through a session: declared (purpose, name, size, type, SHA-256), sent in
+ * numbered parts streamed to storage, then completed: the stored bytes must match what was
+ * declared, or nothing becomes a file. An unfinished session can be resumed until it
+ * expires, or abandoned; either way its storage is freed.
+ */
+import { Clock, Effect, Schema, type Stream } from "effect"
+import { Caller, Ids } from "../access/context.js"
+import { type ApiError, apiError, fieldError } from "../errors/errors.js"
+import { FileStorage, type StoredPart, type StorageUnavailable } from "../ports/file-storage.js"
+import { type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
+import { isId } from "../records/ids.js"
+import { Enum, Text } from "../records/schema.js"
+import { DAY, formatTimestamp } from "../records/time.js"
+import { inOrder } from "../records/views.js"
+import { recordChange } from "../trail/audit.js"
+
+export const UPLOAD_TYPE = "upload"
+export const FILE_TYPE = "file"
+
+export const MAX_FILE_BYTES = 5 * 1024 ** 3
+export const MIN_PART_BYTES = 8 * 1024 ** 2
+/** A session has at most this many parts (§8.2: arrays hold at most 1,000 items). */
+export const MAX_PARTS = 1000
+export const UPLOAD_TTL_MS = DAY
+
+export const purposes = ["image", "pdf", "import", "editor", "document"] as const
+export type Purpose = (typeof purposes)[number]
+
+const imageTypes = ["image/png", "image/jpeg", "image/gif", "image/webp"]
+const officeTypes = [
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+]
+
+/** The content types each purpose accepts. */
+export const contentTypesByPurpose: Readonly<Record<Purpose, ReadonlyArray<string>>> = {
+  image: imageTypes,
+  pdf: ["application/pdf"],
+  import: ["text/csv", "application/json", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"],
+  editor: [...imageTypes, "application/pdf"],
+  document: ["application/pdf", "text/plain", "text/csv", "application/zip", ...officeTypes, ...imageTypes]
+}
+
+/** Signatures of the types whose first bytes say what they are. */
+const signatures: ReadonlyArray<{ readonly type: string; readonly matches: (head: Uint8Array) => boolean }> = [
+  { type: "image/png", matches: (h) => [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((b, i) => h[i] === b) },
+  { type: "image/jpeg", matches: (h) => h[0] === 0xff && h[1] === 0xd8 && h[2] === 0xff },
+  { type: "image/gif", matches: (h) => ascii(h, 0, 4) === "GIF8" },
+  { type: "image/webp", matches: (h) => ascii(h, 0, 4) === "RIFF" && ascii(h, 8, 12) === "WEBP" },
+  { type: "application/pdf", matches: (h) => ascii(h, 0, 5) === "%PDF-" },
+  { type: "application/zip", matches: (h) => h[0] === 0x50 && h[1] === 0x4b && h[2] === 0x03 && h[3] === 0x04 }
+]
+const ascii = (bytes: Uint8Array, from: number, to: number) => String.fromCharCode(...bytes.subarray(from, to))
+
+/** Office documents are zip archives. */
+const zipTypes = new Set(["application/zip", ...officeTypes])
+
+/** Do the first bytes agree with the declared type? Types without a signature (text) are not sniffed. */
+export const headMatchesType = (head: Uint8Array, contentType: string): boolean => {
+  const expected = zipTypes.has(contentType) ? "application/zip" : contentType
+  const signature = signatures.find((s) => s.type === expected)
+  if (signature) return signature.matches(head)
+  // Text must not look like one of the binary types.
+  return !signatures.some((s) => s.matches(head))
+}
+
+export const CreateUploadBody = Schema.Struct({
+  purpose: Enum(...purposes),
+  filename: Text({ min: 1, max: 255 }),
+  size: Schema.Number.annotations({ message: () => "invalid_type|expected=integer" }).pipe(
+    Schema.filter((n) => (Number.isInteger(n) && n >= 1 && n <= MAX_FILE_BYTES) || `out_of_range|min=1|max=${MAX_FILE_BYTES}`),
+    Schema.annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: MAX_FILE_BYTES } })
+  ),
+  content_type: Text({ min: 1, max: 255 }),
+  sha256: Schema.String.pipe(
+    Schema.filter((s) => /^[0-9a-f]{64}$/.test(s) || "invalid_value|expected=64 lowercase hex digits"),
+    Schema.annotations({ jsonSchema: { type: "string", pattern: "^[0-9a-f]{64}$" } })
+  )
+}).annotations({ identifier: "CreateUploadBody" })
+
+/** Parts of at least 8 MiB, and never more than 1,000 of them. */
+export const partSizeFor = (size: number): number => {
+  const mib = 1024 ** 2
+  return Math.max(MIN_PART_BYTES, Math.ceil(size / MAX_PARTS / mib) * mib)
+}
+
+const expectedPartSize = (size: number, partSize: number, number: number): number => {
+  const count = Math.ceil(size / partSize)
+  return number < count ? partSize : size - partSize * (count - 1)
+}
+
+interface PartEntry {
+  readonly number: number
+  readonly size: number
+  readonly sha256: string
+  readonly etag: string
+  readonly received_at: string
+}
+
+const uploadFields = [
+  "object",
+  "id",
+  "purpose",
+  "filename",
+  "size",
+  "content_type",
+  "sha256",
+  "status",
+  "part_size",
+  "parts_count",
+  "parts",
+  "file_id",
+  "expires_at",
+  "created_at",
+  "updated_at"
+] as const
+
+export const fileFields = ["object", "id", "purpose", "filename", "size", "content_type", "sha256", "created_at"] as const
+
+/** The status a client sees: a pending session past `expires_at` is `expired`. */
+const uploadStatus = (data: JsonObject, now: number): string =>
+  data.status === "pending" && Date.parse(String(data.expires_at)) <= now ? "expired" : String(data.status)
+
+export const uploadView = (record: StoredRecord, now: number): JsonObject => {
+  const parts = (record.data.parts ?? []) as unknown as ReadonlyArray<PartEntry>
+  const view = inOrder(record.data, uploadFields)
+  return {
+    ...view,
+    status: uploadStatus(record.data, now),
+    parts: parts.map((p) => ({ number: p.number, size: p.size, sha256: p.sha256, received_at: p.received_at })),
+    upload_urls:
+      uploadStatus(record.data, now) === "pending"
+        ? Array.from({ length: Number(record.data.parts_count) }, (_, i) => ({
+            part_number: i + 1,
+            method: "PUT",
+            url: `/api/v3/uploads/${record.id}/parts/${i + 1}`,
+            size: expectedPartSize(Number(record.data.size), Number(record.data.part_size), i + 1)
+          }))
+        : []
+  }
+}
+
+const storageFailure = (cause: StorageUnavailable) => apiError("storage_unavailable", { internal: cause })
+const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
+
+const objectKey = (tenant: Tenant, fileId: string) => `${tenant.accountId}/${tenant.environment}/${fileId}`
+
+const loadUpload = (tenant: Tenant, id: string) =>
+  Effect.flatMap(Records, (records) => records.get(tenant, UPLOAD_TYPE, id)).pipe(
+    Effect.mapError(storeFailure),
+    Effect.flatMap((record) => (record ? Effect.succeed(record) : Effect.fail(apiError("not_found"))))
+  )
+
+/** A session that can still take parts or be completed; else 409 `state_conflict` with the reason. */
+const requirePending = (record: StoredRecord, now: number) => {
+  const status = uploadStatus(record.data, now)
+  return status === "pending" ? Effect.void : Effect.fail(apiError("state_conflict", { reason: status }))
+}
+
+export const createUpload = Effect.fn("Uploads.create")(function* (body: typeof CreateUploadBody.Type) {
+  const caller = yield* Caller
+  const ids = yield* Ids
+  const records = yield* Records
+  const storage = yield* FileStorage
+  const now = yield* Clock.currentTimeMillis
+  const accepted = contentTypesByPurpose[body.purpose]
+  if (!accepted.includes(body.content_type.toLowerCase())) {
+    return yield* Effect.fail(fieldError("validation_failed", "content_type", { reason: "not_accepted_for_purpose" }))
+  }
+  const id = yield* ids.next("upload")
+  const fileId = yield* ids.next("file")
+  const key = objectKey(caller.tenant, fileId)
+  const storageUploadId = yield* storage.startUpload(key).pipe(Effect.mapError(storageFailure))
+  const partSize = partSizeFor(body.size)
+  const at = formatTimestamp(now)
+  const data = {
+    object: "upload",
+    id,
+    purpose: body.purpose,
+    filename: body.filename,
+    size: body.size,
+    content_type: body.content_type.toLowerCase(),
+    sha256: body.sha256,
+    status: "pending",
+    part_size: partSize,
+    parts_count: Math.ceil(body.size / partSize),
+    parts: [],
+    file_id: null,
+    expires_at: formatTimestamp(now + UPLOAD_TTL_MS),
+    created_at: at,
+    updated_at: at,
+    // Internal: where the bytes go.
+    reserved_file_id: fileId,
+    storage_key: key,
+    storage_upload_id: storageUploadId
+  } satisfies JsonObject
+  const uow = yield* UnitOfWork
+  const record = yield* uow
+    .transaction(
+      Effect.gen(function* () {
+        const stored = yield* records.insert(caller.tenant, UPLOAD_TYPE, id, data)
+        yield* recordChange("upload.created", { object: "upload", id })
+        return stored
+      })
+    )
+    .pipe(
+      Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))),
+      // The session was not recorded: its storage upload must not linger.
+      Effect.tapError(() => Effect.ignore(storage.abortUpload(key, storageUploadId)))
+    )
+  return uploadView(record, now)
+})
+
+export const getUpload = Effect.fn("Uploads.get")(function* (id: string) {
+  const caller = yield* Caller
+  const record = yield* loadUpload(caller.tenant, id)
+  return uploadView(record, yield* Clock.currentTimeMillis)
+})
+
+/**
+ * Stream one part to storage, then record it. Runs outside any unit of work: the bytes go
+ * first, and the record of the part is a short unit of work of its own.
+ */
+export const putUploadPart = Effect.fn("Uploads.putPart")(function* (
+  id: string,
+  number: number,
+  body: Stream.Stream<Uint8Array, ApiError>
+) {
+  const caller = yield* Caller
+  const storage = yield* FileStorage
+  const records = yield* Records
+  const uow = yield* UnitOfWork
+  const record = yield* loadUpload(caller.tenant, id)
+  yield* requirePending(record, yield* Clock.currentTimeMillis)
+  const count = Number(record.data.parts_count)
+  if (!Number.isInteger(number) || number < 1 || number > count) return yield* Effect.fail(apiError("not_found"))
+  const expected = expectedPartSize(Number(record.data.size), Number(record.data.part_size), number)
+  const stored: StoredPart = yield* storage
+    .putPart(String(record.data.storage_key), String(record.data.storage_upload_id), number, body, expected)
+    .pipe(
+      Effect.catchTag("StorageUnavailable", (e) => Effect.fail(storageFailure(e))),
+      Effect.catchTag("PartTooLarge", () => Effect.fail(apiError("payload_too_large", { params: { max: expected } })))
+    )
+  if (stored.size !== expected) {
+    return yield* Effect.fail(
+      apiError("upload_integrity_mismatch", { reason: "part_size", details: [{ parameter: "body", code: "upload_integrity_mismatch", reason: "part_size", params: { expected } }] })
+    )
+  }
+  const now = yield* Clock.currentTimeMillis
+  const part: PartEntry = { number, size: stored.size, sha256: stored.sha256, etag: stored.etag, received_at: formatTimestamp(now) }
+  yield* uow
+    .transaction(
+      Effect.gen(function* () {
+        const current = yield* loadUpload(caller.tenant, id)
+        yield* requirePending(current, now)
+        const parts = ((current.data.parts ?? []) as unknown as ReadonlyArray<PartEntry>).filter((p) => p.number !== number)
+        const next = [...parts, part].sort((a, b) => a.number - b.number)
+        yield* records.update(caller.tenant, UPLOAD_TYPE, id, {
+          ...current.data,
+          parts: next as unknown as JsonObject[],
+          updated_at: formatTimestamp(now)
+        })
+      })
+    )
+    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))))
+  return { object: "upload_part", upload_id: id, number, size: part.size, sha256: part.sha256, received_at: part.received_at }
+})
+
+/**
+ * Join the parts into the file and check it against the declaration. On a mismatch no file
+ * is made; the joined bytes are dropped and the session starts over with no parts (storage
+ * consumes the parts when it joins them), so the client sends them again. Completing a
+ * session that is already completed answers its file again: the operation is safe to repeat.
+ */
+export const completeUpload = Effect.fn("Uploads.complete")(function* (id: string) {
+  const caller = yield* Caller
+  const storage = yield* FileStorage
+  const records = yield* Records
+  const uow = yield* UnitOfWork
+  const now = yield* Clock.currentTimeMillis
+  const record = yield* loadUpload(caller.tenant, id)
+  if (record.data.status === "completed" && typeof record.data.file_id === "string") return yield* getFile(record.data.file_id)
+  yield* requirePending(record, now)
+  const parts = (record.data.parts ?? []) as unknown as ReadonlyArray<PartEntry>
+  const count = Number(record.data.parts_count)
+  const missing = Array.from({ length: count }, (_, i) => i + 1).filter((n) => !parts.some((p) => p.number === n))
+  if (missing.length > 0) {
+    return yield* Effect.fail(apiError("state_conflict", { reason: "parts_missing", params: { missing: missing.slice(0, 20).join(", ") } }))
+  }
+  const key = String(record.data.storage_key)
+  const object = yield* storage
+    .completeUpload(key, String(record.data.storage_upload_id), parts.map((p) => ({ number: p.number, size: p.size, sha256: p.sha256, etag: p.etag })))
+    .pipe(Effect.mapError(storageFailure))
+  const mismatch =
+    object.size !== Number(record.data.size)
+      ? "size"
+      : object.sha256 !== record.data.sha256
+        ? "sha256"
+        : !headMatchesType(object.head, String(record.data.content_type))
+          ? "content_type"
+          : undefined
+  if (mismatch !== undefined) {
+    yield* storage.deleteObject(key).pipe(Effect.mapError(storageFailure))
+    const restarted = yield* storage.startUpload(key).pipe(Effect.mapError(storageFailure))
+    yield* records
+      .update(caller.tenant, UPLOAD_TYPE, id, { ...record.data, parts: [], storage_upload_id: restarted, updated_at: formatTimestamp(now) })
+      .pipe(Effect.mapError(storeFailure))
+    return yield* Effect.fail(
+      apiError("upload_integrity_mismatch", { reason: mismatch, details: [{ field: mismatch, code: "upload_integrity_mismatch", reason: mismatch }] })
+    )
+  }
+  const fileId = String(record.data.reserved_file_id)
+  const at = formatTimestamp(now)
+  const file = {
+    object: "file",
+    id: fileId,
+    purpose: String(record.data.purpose),
+    filename: String(record.data.filename),
+    size: object.size,
+    content_type: String(record.data.content_type),
+    sha256: object.sha256,
+    created_at: at,
+    storage_key: key
+  } satisfies JsonObject
+  const stored = yield* uow
+    .transaction(
+      Effect.gen(function* () {
+        const saved = yield* records.insert(caller.tenant, FILE_TYPE, fileId, file)
+        yield* records.update(caller.tenant, UPLOAD_TYPE, id, { ...record.data, status: "completed", file_id: fileId, updated_at: at })
+        yield* recordChange("file.created", { object: "file", id: fileId })
+        return saved
+      })
+    )
+    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))))
+  return inOrder(stored.data, fileFields)
+})
+
+/** Give up a session: its parts are dropped from storage at once. Abandoning twice is harmless. */
+export const abandonUpload = Effect.fn("Uploads.abandon")(function* (id: string) {
+  const caller = yield* Caller
+  const storage = yield* FileStorage
+  const records = yield* Records
+  const now = yield* Clock.currentTimeMillis
+  const uow = yield* UnitOfWork
+  const record = yield* loadUpload(caller.tenant, id)
+  if (record.data.status === "abandoned") return uploadView(record, now)
+  yield* requirePending(record, now)
+  yield* storage
+    .abortUpload(String(record.data.storage_key), String(record.data.storage_upload_id))
+    .pipe(Effect.mapError(storageFailure))
+  const saved = yield* uow
+    .transaction(
+      Effect.gen(function* () {
+        const updated = yield* records.update(caller.tenant, UPLOAD_TYPE, id, {
+          ...record.data,
+          status: "abandoned",
+          updated_at: formatTimestamp(now)
+        })
+        yield* recordChange("upload.abandoned", { object: "upload", id })
+        return updated
+      })
+    )
+    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))))
+  return uploadView(saved, now)
+})
+
+export const getFile = Effect.fn("Files.get")(function* (id: string) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const record = yield* records.get(caller.tenant, FILE_TYPE, id).pipe(Effect.mapError(storeFailure))
+  if (!record) return yield* Effect.fail(apiError("not_found"))
+  return inOrder(record.data, fileFields)
+})
+
+/**
+ * A file ID given in a field of another resource: a file of the caller's account and
+ * environment whose purpose the field accepts, else 422 on that field.
+ */
+export const requireFile = Effect.fn("Files.require")(function* (
+  field: string,
+  fileId: string,
+  accepted: ReadonlyArray<Purpose>
+) {
+  if (!isId("file", fileId)) return yield* Effect.fail(apiError("validation_failed", { details: [{ field, code: "invalid" }] }))
+  const caller = yield* Caller
+  const records = yield* Records
+  const record = yield* records.get(caller.tenant, FILE_TYPE, fileId).pipe(Effect.mapError(storeFailure))
+  if (!record) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
+  if (!accepted.includes(record.data.purpose as Purpose)) {
+    return yield* Effect.fail(fieldError("validation_failed", field, { reason: "purpose_mismatch" }))
+  }
+  return record
+})
+
+/**
+ * Housekeeping: sessions past `expires_at` that are still pending free their storage and
+ * become `expired`. Returns how many were swept (at most `batch` a call).
+ */
+export const sweepExpiredUploads = Effect.fn("Uploads.sweepExpired")(function* (batch = 500) {
+  const records = yield* Records
+  const storage = yield* FileStorage
+  const now = yield* Clock.currentTimeMillis
+  const expired = yield* records.scan(
+    UPLOAD_TYPE,
+    [
+      { field: "status", op: "eq", value: "pending" },
+      { field: "expires_at", op: "lte", value: formatTimestamp(now) }
+    ],
+    batch
+  )
+  yield* Effect.forEach(expired, (record) =>
+    Effect.gen(function* () {
+      yield* storage.abortUpload(String(record.data.storage_key), String(record.data.storage_upload_id))
+      yield* records.update(record.tenant, UPLOAD_TYPE, record.id, { ...record.data, status: "expired", updated_at: formatTimestamp(now) })
+    })
+  )
+  return expired.length
+})
