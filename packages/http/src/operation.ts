@@ -31,7 +31,7 @@ export interface HandlerInput<Q, B> {
   /** The revision named by `If-Match`; `undefined` when absent or `*`. */
   readonly expectedRevision: number | undefined
   /** The request body as it arrives, for operations with `rawBody` (read it at most once). */
-  readonly raw: Stream.Stream<Uint8Array, ApiError>
+  readonly raw: Stream.Stream<Uint8Array, ApiError<"http_error">>
 }
 
 /** Schema of a JSON value, for inputs decoded by the pipeline and documented in OpenAPI. */

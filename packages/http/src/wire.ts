@@ -111,10 +111,10 @@ const readNodeBody = (source: NodeSource) =>
  * while the consumer is busy (so memory stays flat), and stopping early does not destroy the
  * request: the answer (a 413, say) still reaches the client.
  */
-export const bodyStream = (request: HttpServerRequest): Stream.Stream<Uint8Array, ApiError> => {
+export const bodyStream = (request: HttpServerRequest): Stream.Stream<Uint8Array, ApiError<"http_error">> => {
   const node = nodeSourceOf(request)
   if (!node) return Stream.mapError(request.stream, (e) => apiError("http_error", { reason: "body_unreadable", internal: e }))
-  return Stream.async<Uint8Array, ApiError>(
+  return Stream.async<Uint8Array, ApiError<"http_error">>(
     (emit) => {
       const onData = (chunk: Buffer) => {
         node.pause()

@@ -4,7 +4,7 @@
  * §5.1 and §5.3 in their order. Failing to verify is 503, never access.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { type ApiError, apiError } from "../errors/errors.js"
+import { type ApiError, apiError, readUnavailable } from "../errors/errors.js"
 import { Crypto } from "../ports/crypto.js"
 import { Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
 import { ACCOUNT_TYPE, accountHome } from "./accounts.js"
@@ -41,7 +41,6 @@ export interface PresentedCredentials {
   readonly apiKey: ReadonlyArray<string>
 }
 
-const unverifiable = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
 
 /** The token of `Bearer <token>` (one run of non-spaces: the pattern must not backtrack on hostile input). */
 export const bearerOf = (header: string): string | undefined => {
@@ -60,11 +59,11 @@ const credentialOfSecret = Effect.fnUntraced(function* (secret: string) {
   const hash = crypto.hashSecret(secret)
   const current = yield* records
     .findUnique("global", CREDENTIAL_TYPE, { name: SECRET_HASH_KEY, value: hash })
-    .pipe(Effect.mapError(unverifiable))
+    .pipe(Effect.mapError(readUnavailable))
   if (current) return current
   const previous = yield* records
     .findUnique("global", CREDENTIAL_TYPE, { name: "previous_" + SECRET_HASH_KEY, value: hash })
-    .pipe(Effect.mapError(unverifiable))
+    .pipe(Effect.mapError(readUnavailable))
   const graceUntil = previous?.data.previous_secret_valid_until
   if (previous && typeof graceUntil === "string" && Date.parse(graceUntil) > now) return previous
   return yield* Effect.fail(apiError("unauthenticated"))
@@ -80,7 +79,7 @@ const checkCredentialState = Effect.fnUntraced(function* (credential: StoredReco
   const records = yield* Records
   const account = yield* records
     .get(accountHome(credential.tenant.accountId), ACCOUNT_TYPE, credential.tenant.accountId)
-    .pipe(Effect.mapError(unverifiable))
+    .pipe(Effect.mapError(readUnavailable))
   if (!account || account.data.status === "blocked") return yield* Effect.fail(apiError("instance_blocked"))
   if (account.data.status !== "active") return yield* Effect.fail(apiError("instance_unavailable"))
 })
@@ -99,11 +98,28 @@ const callerOf = (
   human
 })
 
+/** What authentication can answer instead of a caller: the codes of §5.3 and the 503 of §1.5. */
+export type AuthenticationError = ApiError<
+  | "unauthenticated"
+  | "ambiguous_credentials"
+  | "human_context_required"
+  | "human_mode_not_allowed"
+  | "invalid_access_token"
+  | "admin_not_eligible"
+  | "tenant_mismatch"
+  | "credential_revoked"
+  | "credential_suspended"
+  | "credential_expired"
+  | "instance_blocked"
+  | "instance_unavailable"
+  | "credential_state_unverifiable"
+>
+
 /** Authenticate one request; the caller, or the contract's error. */
 export const authenticate = (
   presented: PresentedCredentials,
   requestId: string
-): Effect.Effect<CallerInfo, ApiError, Records | Crypto | AccessTokens | CapabilityCatalog> =>
+): Effect.Effect<CallerInfo, AuthenticationError, Records | Crypto | AccessTokens | CapabilityCatalog> =>
   Effect.gen(function* () {
     const catalog = yield* CapabilityCatalog
     if (presented.authorization.length > 1 || presented.apiKey.length > 1) {
@@ -137,7 +153,7 @@ export const authenticate = (
           ? apiError("ambiguous_credentials")
           : problem === "invalid"
             ? apiError("invalid_access_token")
-            : unverifiable(problem)
+            : readUnavailable(problem)
       )
     )
     if (claims.accountId !== credential.tenant.accountId) return yield* Effect.fail(apiError("tenant_mismatch"))

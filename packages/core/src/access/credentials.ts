@@ -4,15 +4,17 @@
  * only as a keyed hash plus `last4`.
  */
 import { Clock, Effect, Option, Schema } from "effect"
-import { type ApiError, apiError, type DetailItem, fieldError, validationFailed } from "../errors/errors.js"
+import { type ApiError, apiError, type DetailItem, fieldError, validationFailed, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { Crypto } from "../ports/crypto.js"
 import {
   type Environment,
   type Json,
   type JsonObject,
   Records,
+  type RevisionConflict,
   type StoredRecord,
   StoreUnavailable,
+  type UniqueViolation,
   type Tenant,
   UnitOfWork,
   type Where
@@ -153,7 +155,6 @@ export const credentialEtag = (record: StoredRecord): string => `W/"credential:$
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-const storeFailure = (cause: StoreUnavailable) => apiError("audit_unavailable", { internal: cause })
 
 export const newSecret = Effect.fn("newSecret")(function* (environment: Environment) {
   const crypto = yield* Crypto
@@ -220,7 +221,7 @@ const isAnyPublicId = (id: string): boolean => idKinds.some((kind) => isId(kind,
 export const validatePolicies = (
   inputs: ReadonlyArray<PolicyInput>,
   catalog: CapabilityCatalogShape
-): Effect.Effect<ReadonlyArray<Policy>, ApiError> => {
+): Effect.Effect<ReadonlyArray<Policy>, ApiError<"validation_failed">> => {
   const details: Array<DetailItem> = []
   const policies = inputs.map((input, i): Policy => {
     const at = `policies[${i}]`
@@ -250,7 +251,7 @@ export const validatePolicies = (
 /** Read a credential of the caller's tenant, or 404. */
 export const loadCredential = (tenant: Tenant, id: string) =>
   Effect.flatMap(Records, (records) => records.get(tenant, CREDENTIAL_TYPE, id)).pipe(
-    Effect.mapError((cause) => apiError("credential_state_unverifiable", { internal: cause })),
+    Effect.mapError(readUnavailable),
     Effect.flatMap((record) => (record ? Effect.succeed(record) : Effect.fail(apiError("not_found"))))
   )
 
@@ -311,7 +312,7 @@ export const issueCredential = Effect.fn("Credentials.issue")(function* (body: t
     )
     .pipe(
       Effect.catchTags({
-        StoreUnavailable: (e) => Effect.fail(storeFailure(e)),
+        StoreUnavailable: (e) => Effect.fail(writeUnavailable(e)),
         UniqueViolation: (e) => Effect.fail(apiError("internal_error", { internal: e }))
       })
     )
@@ -355,17 +356,17 @@ export const listCredentials = Effect.fn("Credentials.list")(function* (query: {
     limit: query.limit,
     cursor: query.cursor,
     collection: `credentials?status=${query.status ?? ""}`
-  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(apiError("credential_state_unverifiable", { internal: e }))))
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
   return { data: items.map((r) => credentialView(r, now)), page }
 })
 
 /** Apply a change to one credential in a unit of work with its audit entry; `If-Match` as `expectedRevision`. */
-const changeCredential = (
+const changeCredential = <ChangeError extends ApiError>(
   id: string,
   action: string,
   expectedRevision: number | undefined,
-  change: (record: StoredRecord, now: number) => Effect.Effect<JsonObject, ApiError, Caller | Records | Crypto | Ids>
-): Effect.Effect<StoredRecord, ApiError, Caller | Records | Crypto | Ids | UnitOfWork> =>
+  change: (record: StoredRecord, now: number) => Effect.Effect<JsonObject, ChangeError, Caller | Records | Crypto | Ids>
+) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
@@ -395,11 +396,18 @@ const changeCredential = (
         })
       )
       .pipe(
-        Effect.catchTags({
-          RevisionConflict: () => Effect.fail(apiError("revision_mismatch")),
-          UniqueViolation: (e) => Effect.fail(apiError("internal_error", { internal: e })),
-          StoreUnavailable: (e) => Effect.fail(storeFailure(e))
-        })
+        Effect.catchIf(
+          (e): e is RevisionConflict | UniqueViolation | StoreUnavailable =>
+            e._tag === "RevisionConflict" || e._tag === "UniqueViolation" || e._tag === "StoreUnavailable",
+          (e) =>
+            Effect.fail(
+              e._tag === "RevisionConflict"
+                ? apiError("revision_mismatch")
+                : e._tag === "UniqueViolation"
+                  ? apiError("internal_error", { internal: e })
+                  : writeUnavailable(e)
+            )
+        )
       )
   })
 
@@ -525,7 +533,7 @@ export const deleteCredential = Effect.fn("Credentials.delete")(function* (id: s
         yield* recordChange("credential.deleted", { object: "credential", id })
       })
     )
-    .pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(storeFailure(e))))
+    .pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(writeUnavailable(e))))
 })
 
 /** Previous policy versions are kept 365 days (§8.3); the active one always. */
@@ -579,7 +587,7 @@ export const listAdministratorLinks = Effect.fn("Credentials.listAdministrators"
   const links = adminLinks(record.data)
   const admins = yield* Effect.forEach(links, (link) =>
     records.get(accountTenant(caller.tenant), ADMINISTRATOR_TYPE, link.administrator_id)
-  ).pipe(Effect.mapError((e) => apiError("credential_state_unverifiable", { internal: e })))
+  ).pipe(Effect.mapError(readUnavailable))
   return links.map((link, i) => linkView(id, link, admins[i]))
 })
 
@@ -591,7 +599,7 @@ export const linkAdministrator = Effect.fn("Credentials.linkAdministrator")(func
   const records = yield* Records
   const admin = yield* records
     .get(accountTenant(caller.tenant), ADMINISTRATOR_TYPE, body.administrator_id)
-    .pipe(Effect.mapError((e) => apiError("credential_state_unverifiable", { internal: e })))
+    .pipe(Effect.mapError(readUnavailable))
   if (admin === undefined || admin.data.status === "removed") {
     return yield* Effect.fail(fieldError("validation_failed", "administrator_id", { reason: "not_found" }))
   }

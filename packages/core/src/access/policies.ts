@@ -152,7 +152,7 @@ export interface CapabilityCatalogShape {
    * Delegation never grants more than the issuer holds: every capability requested must be
    * held by the issuer for every resource requested. Returns the itemized excess.
    */
-  readonly checkDelegation: (issuer: Grant, requested: ReadonlyArray<Policy>) => ApiError | undefined
+  readonly checkDelegation: (issuer: Grant, requested: ReadonlyArray<Policy>) => ApiError<"delegation_limit_exceeded"> | undefined
 }
 
 /** The capability catalog of the running release (see `registry/capabilities.ts`). */
@@ -200,7 +200,7 @@ export const makeCapabilityCatalog = (capabilities: ReadonlyArray<string>): Capa
     return grant
   }
 
-  const checkDelegation = (issuer: Grant, requested: ReadonlyArray<Policy>): ApiError | undefined => {
+  const checkDelegation = (issuer: Grant, requested: ReadonlyArray<Policy>): ApiError<"delegation_limit_exceeded"> | undefined => {
     const details: Array<DetailItem> = []
     requested.forEach((policy, index) => {
       for (const capability of policyCapabilities(policy)) {

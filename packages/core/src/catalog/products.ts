@@ -20,7 +20,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { type ApiError, apiError, fieldError } from "../errors/errors.js"
+import { type ApiError, apiError, fieldError, writeUnavailable } from "../errors/errors.js"
 import { type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
 import { type Json, type JsonObject, type ListQuery, Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
 import {
@@ -54,7 +54,6 @@ const Url = Text({ min: 1, max: 2048 }).pipe(
 const ExternalId = Text({ min: 1, max: 255 })
 const FileId = Schema.String.annotations({ description: "ID of an uploaded file of purpose `image`; `null` removes it." })
 
-const unavailable = (cause: StoreUnavailable) => apiError("audit_unavailable", { internal: cause })
 
 const isObject = (value: Json | undefined): value is JsonObject => typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -77,7 +76,7 @@ const showcaseProducts = (tenant: Tenant, showcaseId: string) =>
       { field: "deleted", op: "eq", value: false }
     ] as const
     for (;;) {
-      const page = yield* records.list(tenant, PRODUCT_TYPE, { where, sort: byPosition, after, limit: 1000 }).pipe(Effect.mapError(unavailable))
+      const page = yield* records.list(tenant, PRODUCT_TYPE, { where, sort: byPosition, after, limit: 1000 }).pipe(Effect.mapError(writeUnavailable))
       out.push(...page)
       const last = page.at(-1)
       if (page.length < 1000 || !last) return out
@@ -118,7 +117,7 @@ const requireShowcase = (showcaseId: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const showcase = yield* records.get(caller.tenant, showcases.type, showcaseId).pipe(Effect.mapError(unavailable))
+    const showcase = yield* records.get(caller.tenant, showcases.type, showcaseId).pipe(Effect.mapError(writeUnavailable))
     if (!showcase || showcase.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", "showcase_id", { reason: "not_found" }))
   })
 
@@ -129,7 +128,7 @@ const requireAlias = (productId: string, aliasId: string) =>
     if (aliasId === productId) return yield* Effect.fail(fieldError("validation_failed", ALIAS_FIELD, { reason: "self_reference" }))
     const caller = yield* Caller
     const records = yield* Records
-    const alias = yield* records.get(caller.tenant, PRODUCT_TYPE, aliasId).pipe(Effect.mapError(unavailable))
+    const alias = yield* records.get(caller.tenant, PRODUCT_TYPE, aliasId).pipe(Effect.mapError(writeUnavailable))
     if (!alias || alias.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", ALIAS_FIELD, { reason: "not_found" }))
   })
 
@@ -383,14 +382,14 @@ const runPublicationItem = (payload: JsonObject): Effect.Effect<Json, ApiError, 
     const item = yield* Schema.decodeUnknown(PublicationItem)(payload).pipe(Effect.mapError(() => apiError("item_invalid")))
     const caller = yield* Caller
     const records = yield* Records
-    const source = yield* records.get(caller.tenant, PRODUCT_TYPE, item.product_id).pipe(Effect.mapError(unavailable))
+    const source = yield* records.get(caller.tenant, PRODUCT_TYPE, item.product_id).pipe(Effect.mapError(writeUnavailable))
     if (!source || source.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
     const ref = item.replica
     if (!ref) return yield* publish(source)
     // Only a copy the source lists, and that names the source as its origin, is written in its account.
     const tenant: Tenant = { accountId: ref.account_id, environment: ref.environment }
     const copy = replicasOf(source).some((r) => sameReplica(r, ref))
-      ? yield* records.get(tenant, PRODUCT_TYPE, ref.id).pipe(Effect.mapError(unavailable))
+      ? yield* records.get(tenant, PRODUCT_TYPE, ref.id).pipe(Effect.mapError(writeUnavailable))
       : undefined
     const origin = copy?.data.replica_of
     const fromSource =
@@ -422,10 +421,10 @@ export const adjustProductCounts = (
   tenant: Tenant,
   productId: string,
   by: { readonly lessons?: number; readonly modules?: number }
-): Effect.Effect<void, ApiError, Records> =>
+): Effect.Effect<void, ApiError<"revision_mismatch" | "audit_unavailable">, Records> =>
   Effect.gen(function* () {
     const records = yield* Records
-    const record = yield* records.get(tenant, PRODUCT_TYPE, productId).pipe(Effect.mapError(unavailable))
+    const record = yield* records.get(tenant, PRODUCT_TYPE, productId).pipe(Effect.mapError(writeUnavailable))
     if (!record) return
     const count = (field: string, delta: number | undefined) => Math.max(0, Number(record.data[field] ?? 0) + (delta ?? 0))
     yield* records
@@ -436,5 +435,5 @@ export const adjustProductCounts = (
         { ...record.data, lessons_count: count("lessons_count", by.lessons), modules_count: count("modules_count", by.modules) },
         { expectedRevision: record.revision }
       )
-      .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("revision_mismatch") : apiError("audit_unavailable", { internal: e }))))
+      .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("revision_mismatch") : writeUnavailable(e))))
   })

@@ -12,7 +12,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { apiError, fieldError } from "../errors/errors.js"
+import { apiError, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import type { OperationKind } from "../operations/operations.js"
 import { type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
 import {
@@ -29,8 +29,6 @@ import { requireFile } from "../uploads/uploads.js"
 
 export const LESSON_TERM_TYPE = "lesson_term"
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
-const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 const productParent: ParentDefinition = { type: "product", idKind: "product", field: "product_id" }
 const taxonomyParent: ParentDefinition = { type: "taxonomy", idKind: "taxonomy", field: "taxonomy_id", parent: productParent }
@@ -52,7 +50,7 @@ const allRecords = (type: string, where: ReadonlyArray<Where>) =>
     for (;;) {
       const page = yield* records
         .list(caller.tenant, type, { where, sort: { field: "id", kind: "text", direction: "asc" }, after, limit: 500 })
-        .pipe(Effect.mapError(readFailure))
+        .pipe(Effect.mapError(readUnavailable))
       out.push(...page)
       const last = page.at(-1)
       if (page.length < 500 || !last) return out
@@ -63,14 +61,14 @@ const allRecords = (type: string, where: ReadonlyArray<Where>) =>
 const countOf = (type: string, where: ReadonlyArray<Where>) =>
   Effect.gen(function* () {
     const caller = yield* Caller
-    const counts = yield* (yield* Records).count(caller.tenant, type, where, []).pipe(Effect.mapError(readFailure))
+    const counts = yield* (yield* Records).count(caller.tenant, type, where, []).pipe(Effect.mapError(readUnavailable))
     return counts.reduce((sum, group) => sum + group.count, 0)
   })
 
 const getRecord = (type: string, id: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
-    return yield* (yield* Records).get(caller.tenant, type, id).pipe(Effect.mapError(readFailure))
+    return yield* (yield* Records).get(caller.tenant, type, id).pipe(Effect.mapError(readUnavailable))
   })
 
 /** Keep a counter field true: recount the records it counts; save (with its event) only when it changed. */
@@ -108,7 +106,7 @@ const requireUniqueName = (type: string, parentField: string, data: JsonObject, 
         sort: { field: "id", kind: "text", direction: "asc" },
         limit: 2
       })
-      .pipe(Effect.mapError(readFailure))
+      .pipe(Effect.mapError(readUnavailable))
     if (taken.some((record) => record.id !== previous?.id)) return yield* Effect.fail(fieldError("already_exists", "name"))
   })
 
@@ -213,7 +211,7 @@ export const refreshLessonsCount = (termId: string) =>
 const removeTerm = (term: StoredRecord) =>
   Effect.gen(function* () {
     const caller = yield* Caller
-    yield* (yield* Records).remove(caller.tenant, "taxonomy_term", term.id).pipe(Effect.mapError(storeFailure))
+    yield* (yield* Records).remove(caller.tenant, "taxonomy_term", term.id).pipe(Effect.mapError(writeUnavailable))
     yield* recordResourceChange(taxonomyTerms, "deleted", resourceView(taxonomyTerms, term))
     yield* dropLinks([{ field: "taxonomy_term_id", op: "eq", value: term.id }])
   })
@@ -224,7 +222,7 @@ const dropLinks = (where: ReadonlyArray<Where>) =>
     const caller = yield* Caller
     const records = yield* Records
     const links = yield* allRecords(LESSON_TERM_TYPE, where)
-    yield* Effect.forEach(links, (link) => records.remove(caller.tenant, LESSON_TERM_TYPE, link.id).pipe(Effect.mapError(storeFailure)), {
+    yield* Effect.forEach(links, (link) => records.remove(caller.tenant, LESSON_TERM_TYPE, link.id).pipe(Effect.mapError(writeUnavailable)), {
       discard: true
     })
     return [...new Set(links.map((link) => String(link.data.taxonomy_term_id)))]

@@ -24,7 +24,7 @@ import { Caller } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { adjustProductCounts, PRODUCT_TYPE } from "../catalog/products.js"
 import { dropLessonTerms } from "../catalog/taxonomies.js"
-import { apiError, fieldError } from "../errors/errors.js"
+import { apiError, fieldError, writeUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, type ListQuery, Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
 import {
   defineResource,
@@ -52,7 +52,6 @@ const Position = (scope: string) =>
     description: `1-based position within the ${scope}; above the count places it last; the others shift.`
   })
 
-export const unavailable = (cause: StoreUnavailable) => apiError("audit_unavailable", { internal: cause })
 
 const productParent: ParentDefinition = { type: PRODUCT_TYPE, idKind: "product", field: "product_id" }
 
@@ -64,7 +63,7 @@ export const findLive = (type: string, id: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const record = yield* records.get(caller.tenant, type, id).pipe(Effect.mapError(unavailable))
+    const record = yield* records.get(caller.tenant, type, id).pipe(Effect.mapError(writeUnavailable))
     return record && record.data.deleted !== true ? record : undefined
   })
 
@@ -81,7 +80,7 @@ export const childrenOf = (tenant: Tenant, type: string, field: string, value: s
     for (;;) {
       const page = yield* records
         .list(tenant, type, { where, sort: { field: "position", kind: "number", direction: "asc" }, after, limit: 1000 })
-        .pipe(Effect.mapError(unavailable))
+        .pipe(Effect.mapError(writeUnavailable))
       out.push(...page)
       const last = page.at(-1)
       if (page.length < 1000 || !last) return out
@@ -153,19 +152,19 @@ const recountLessons = (moduleId: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const module = yield* records.get(caller.tenant, MODULE_TYPE, moduleId).pipe(Effect.mapError(unavailable))
+    const module = yield* records.get(caller.tenant, MODULE_TYPE, moduleId).pipe(Effect.mapError(writeUnavailable))
     if (!module) return
     const [group] = yield* records
       .count(caller.tenant, LESSON_TYPE, [
         { field: "module_id", op: "eq", value: moduleId },
         { field: "deleted", op: "eq", value: false }
       ], [])
-      .pipe(Effect.mapError(unavailable))
+      .pipe(Effect.mapError(writeUnavailable))
     const count = group?.count ?? 0
     if (module.data.lessons_count === count) return
     yield* records
       .update(caller.tenant, MODULE_TYPE, moduleId, { ...module.data, lessons_count: count }, { expectedRevision: module.revision })
-      .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("revision_mismatch") : apiError("audit_unavailable", { internal: e }))))
+      .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("revision_mismatch") : writeUnavailable(e))))
   })
 
 const countProduct = (productId: Json | undefined, by: { readonly lessons?: number; readonly modules?: number }) =>

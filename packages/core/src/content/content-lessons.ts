@@ -17,7 +17,7 @@
  */
 import { Clock, Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { apiError, type DetailItem } from "../errors/errors.js"
+import { apiError, type DetailItem, writeUnavailable } from "../errors/errors.js"
 import type { Json, JsonObject, StoredRecord } from "../ports/store.js"
 import { Records } from "../ports/store.js"
 import {
@@ -33,7 +33,7 @@ import {
 import { Bool, Enum, Integer, List, PublicId, RichText, Text } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { type Purpose, requireFile } from "../uploads/uploads.js"
-import { ATTACHMENT_TYPE, attachmentPurposes, attachments, childrenOf, lessons, touchLesson, unavailable } from "./content-catalog.js"
+import { ATTACHMENT_TYPE, attachmentPurposes, attachments, childrenOf, lessons, touchLesson } from "./content-catalog.js"
 
 export const LESSON_CONTENT_TYPE = "lesson_content"
 
@@ -168,7 +168,7 @@ const loadContent = (lessonId: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    return yield* records.get(caller.tenant, LESSON_CONTENT_TYPE, lessonId).pipe(Effect.mapError(unavailable))
+    return yield* records.get(caller.tenant, LESSON_CONTENT_TYPE, lessonId).pipe(Effect.mapError(writeUnavailable))
   })
 
 export const getLessonContent = (productId: string, lessonId: string) =>
@@ -215,7 +215,7 @@ export const replaceLessonContent = (
       Effect.catchTags({
         RevisionConflict: () => Effect.fail(apiError("revision_mismatch")),
         UniqueViolation: () => Effect.fail(apiError("revision_mismatch")),
-        StoreUnavailable: (e) => Effect.fail(unavailable(e))
+        StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
       })
     )
     const touched = yield* touchLesson(lesson, undefined)
@@ -232,7 +232,7 @@ export const copyContent = (source: StoredRecord, target: StoredRecord) =>
     const at = formatTimestamp(yield* Clock.currentTimeMillis)
     yield* records
       .insert(caller.tenant, LESSON_CONTENT_TYPE, target.id, { ...content.data, lesson_id: target.id, updated_at: at })
-      .pipe(Effect.mapError((e) => apiError("audit_unavailable", { internal: e })))
+      .pipe(Effect.mapError(writeUnavailable))
   })
 
 // ---------------------------------------------------------------------------------------

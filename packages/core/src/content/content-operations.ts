@@ -16,7 +16,7 @@
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { PRODUCT_TYPE } from "../catalog/products.js"
-import { type ApiError, apiError, fieldError } from "../errors/errors.js"
+import { type ApiError, apiError, fieldError, writeUnavailable } from "../errors/errors.js"
 import { type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
 import { type Json, type JsonObject, Records, type StoredRecord, type Tenant } from "../ports/store.js"
 import {
@@ -40,8 +40,7 @@ import {
   ReplicaRef,
   replicasOf,
   requireLessonsCreate,
-  requireModule,
-  unavailable
+  requireModule
 } from "./content-catalog.js"
 import { copyAttachments, copyContent } from "./content-lessons.js"
 
@@ -115,7 +114,7 @@ const runPublicationItem = (payload: JsonObject): Effect.Effect<Json, ApiError, 
     // Only a copy the source lists, and that names the source as its origin, is written in its account.
     const tenant: Tenant = { accountId: ref.account_id, environment: ref.environment }
     const copy = replicasOf(source).some((r) => sameReplica(r, ref))
-      ? yield* records.get(tenant, MODULE_TYPE, ref.id).pipe(Effect.mapError(unavailable))
+      ? yield* records.get(tenant, MODULE_TYPE, ref.id).pipe(Effect.mapError(writeUnavailable))
       : undefined
     if (!copy || copy.data.deleted === true || !isCopyOf(copy, source)) return yield* Effect.fail(apiError("not_found"))
     // The copy's changes are recorded in its own account (audit entries and events), as the publisher's act.

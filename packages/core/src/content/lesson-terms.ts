@@ -7,20 +7,18 @@
 import { Clock, Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { LESSON_TERM_TYPE, linkedTermIds, refreshLessonsCount, taxonomyTerms } from "../catalog/taxonomies.js"
-import { apiError, type DetailItem } from "../errors/errors.js"
+import { apiError, type DetailItem, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { Records } from "../ports/store.js"
 import { isReplica, resourceView, ruleViolation } from "../records/resource.js"
 import { ARRAY_MAX, List, PublicId } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { touchLesson } from "./content-catalog.js"
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
-const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 const getRecord = (type: string, id: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
-    return yield* (yield* Records).get(caller.tenant, type, id).pipe(Effect.mapError(readFailure))
+    return yield* (yield* Records).get(caller.tenant, type, id).pipe(Effect.mapError(readUnavailable))
   })
 
 export const LessonTermsBody = Schema.Struct({
@@ -52,7 +50,7 @@ const termRecords = (termIds: ReadonlyArray<string>) =>
         sort: { field: "id", kind: "text", direction: "asc" },
         limit: termIds.length
       })
-      .pipe(Effect.mapError(readFailure))
+      .pipe(Effect.mapError(readUnavailable))
   })
 
 /** The terms of a lesson as a collection, all at once (a set holds at most `ARRAY_MAX`). */
@@ -110,10 +108,10 @@ export const replaceLessonTerms = (
             product_id: productId,
             created_at: now
           })
-          .pipe(Effect.mapError(storeFailure)),
+          .pipe(Effect.mapError(writeUnavailable)),
       { discard: true }
     )
-    yield* Effect.forEach(removed, (termId) => records.remove(caller.tenant, LESSON_TERM_TYPE, `${lessonId}.${termId}`).pipe(Effect.mapError(storeFailure)), {
+    yield* Effect.forEach(removed, (termId) => records.remove(caller.tenant, LESSON_TERM_TYPE, `${lessonId}.${termId}`).pipe(Effect.mapError(writeUnavailable)), {
       discard: true
     })
     yield* Effect.forEach([...added, ...removed], refreshLessonsCount, { discard: true })

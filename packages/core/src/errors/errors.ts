@@ -131,8 +131,8 @@ export interface RateLimitBody {
   readonly limits: ReadonlyArray<RateLimitLine>
 }
 
-/** The single typed failure of the API. `code` decides the status and the message. */
-export class ApiError extends Data.TaggedError("ApiError")<{
+/** What an `ApiError` carries besides its code. */
+interface ApiErrorFields {
   readonly code: ErrorCode
   readonly details: ReadonlyArray<DetailItem>
   readonly reason?: string | undefined
@@ -148,11 +148,24 @@ export class ApiError extends Data.TaggedError("ApiError")<{
    * authenticating, 422 on credential management operations.
    */
   readonly statusOverride?: 422 | undefined
-}> {
+}
+
+/**
+ * The typed failure of the API, generic in its code: `apiError("not_found")` is an
+ * `ApiError<"not_found">`, so the error channel of a use case is the union of exactly the codes
+ * it can raise (`Effect<Operation, ApiError<"not_found" | "credential_state_unverifiable">>`),
+ * checked by the compiler; `ApiError` alone is any code. One place turns any of them into the
+ * envelope of §7 (`http/envelope.ts`).
+ */
+export class ApiError<out Code extends ErrorCode = ErrorCode> extends Data.TaggedError("ApiError")<ApiErrorFields> {
+  declare readonly code: Code
   get status(): number {
     return this.statusOverride ?? errorStatus[this.code]
   }
 }
+
+/** The codes of an error channel: `CodesOf<ApiError<"a"> | ApiError<"b"> | Other>` is `"a" | "b"`. */
+export type CodesOf<E> = E extends ApiError<infer Code> ? Code : never
 
 export interface FailOptions {
   readonly details?: ReadonlyArray<DetailItem>
@@ -161,31 +174,42 @@ export interface FailOptions {
   readonly headers?: Readonly<Record<string, string>>
   readonly internal?: unknown
   readonly statusOverride?: 422
+  readonly rateLimit?: RateLimitBody
 }
 
-/** Build an `ApiError`: `fail("not_found")`, `fail("validation_failed", { details })`. */
-export const apiError = (code: ErrorCode, options: FailOptions = {}): ApiError =>
-  new ApiError({
+/** Build an `ApiError`: `apiError("not_found")`, `apiError("validation_failed", { details })`. */
+export const apiError = <Code extends ErrorCode>(code: Code, options: FailOptions = {}): ApiError<Code> =>
+  new ApiError<Code>({
     code,
     details: options.details ?? [],
     reason: options.reason,
     params: options.params,
+    rateLimit: options.rateLimit,
     headers: options.headers,
     internal: options.internal,
     statusOverride: options.statusOverride
   })
 
 /** A 422 `validation_failed` with each problem itemized. */
-export const validationFailed = (details: ReadonlyArray<DetailItem>): ApiError =>
+export const validationFailed = (details: ReadonlyArray<DetailItem>): ApiError<"validation_failed"> =>
   apiError("validation_failed", { details })
 
 /** A 422 on one body field, with the top-level code repeated on the item. */
-export const fieldError = (
-  code: ErrorCode,
+export const fieldError = <Code extends ErrorCode>(
+  code: Code,
   field: string,
   options: { readonly reason?: string; readonly params?: Readonly<Record<string, string | number>> } = {}
-): ApiError =>
+): ApiError<Code> =>
   apiError(code, {
     ...options,
     details: [{ field, code, ...(options.reason ? { reason: options.reason } : {}), ...(options.params ? { params: options.params } : {}) }]
   })
+
+/**
+ * A store that did not answer. A write that cannot be recorded is `audit_unavailable`; a read
+ * that cannot be made leaves the caller's state unverified, `credential_state_unverifiable`.
+ * Both are 503: the API fails closed (§1.5). The cause goes to the server log only.
+ */
+export const writeUnavailable = (cause: unknown): ApiError<"audit_unavailable"> => apiError("audit_unavailable", { internal: cause })
+export const readUnavailable = (cause: unknown): ApiError<"credential_state_unverifiable"> =>
+  apiError("credential_state_unverifiable", { internal: cause })

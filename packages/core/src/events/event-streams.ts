@@ -15,7 +15,7 @@ import { Chunk, Clock, Effect, Option, Schema, Stream } from "effect"
 import { ACCOUNT_TYPE, accountHome } from "../access/accounts.js"
 import { Caller, Ids } from "../access/context.js"
 import { CREDENTIAL_TYPE, effectiveStatus } from "../access/credentials.js"
-import { apiError } from "../errors/errors.js"
+import { apiError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records, type StoredRecord, type Tenant, type Where } from "../ports/store.js"
 import { formatId, ID_EPOCH_MS, ID_SEQUENCE_BITS, isId } from "../records/ids.js"
 import { paginate } from "../records/pagination.js"
@@ -90,8 +90,6 @@ export const eventStreamView = (record: StoredRecord): JsonObject => {
   )
 }
 
-const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
 
 /** Streams that count: not expired. */
 const liveWhere = (now: number): ReadonlyArray<Where> => [{ field: "expires_at", op: "gt", value: formatTimestamp(now) }]
@@ -104,7 +102,7 @@ export const createEventStream = Effect.fn("EventStreams.create")(function* (bod
   const countOf = (where: ReadonlyArray<Where>) =>
     records.count(caller.tenant, EVENT_STREAM_TYPE, where, []).pipe(
       Effect.map((groups) => groups.reduce((sum, g) => sum + g.count, 0)),
-      Effect.mapError(readFailure)
+      Effect.mapError(readUnavailable)
     )
   const mine = yield* countOf([...liveWhere(now), { field: "credential_id", op: "eq", value: caller.credential.id }])
   const all = yield* countOf(liveWhere(now))
@@ -122,7 +120,7 @@ export const createEventStream = Effect.fn("EventStreams.create")(function* (bod
     start === "now"
       ? yield* records
           .list(caller.tenant, EVENT_TYPE, { where: [], sort: { field: "id", kind: "text", direction: "desc" }, limit: 1 })
-          .pipe(Effect.mapError(readFailure))
+          .pipe(Effect.mapError(readUnavailable))
       : []
   const id = yield* (yield* Ids).next("event_stream")
   const at = formatTimestamp(now)
@@ -143,7 +141,7 @@ export const createEventStream = Effect.fn("EventStreams.create")(function* (bod
     lease_owner: null,
     lease_until: null
   } satisfies JsonObject
-  const record = yield* records.insert(caller.tenant, EVENT_STREAM_TYPE, id, data).pipe(Effect.mapError(storeFailure))
+  const record = yield* records.insert(caller.tenant, EVENT_STREAM_TYPE, id, data).pipe(Effect.mapError(writeUnavailable))
   yield* recordChange("event_stream.created", { object: "event_stream", id })
   return eventStreamView(record)
 })
@@ -154,7 +152,7 @@ const loadStream = (id: string) =>
     const caller = yield* Caller
     const records = yield* Records
     const now = yield* Clock.currentTimeMillis
-    const record = yield* records.get(caller.tenant, EVENT_STREAM_TYPE, id).pipe(Effect.mapError(readFailure))
+    const record = yield* records.get(caller.tenant, EVENT_STREAM_TYPE, id).pipe(Effect.mapError(readUnavailable))
     if (!record || String(record.data.expires_at) <= formatTimestamp(now)) return yield* Effect.fail(apiError("not_found"))
     return record
   })
@@ -178,7 +176,7 @@ export const listEventStreams = Effect.fn("EventStreams.list")(function* (query:
     limit: query.limit,
     cursor: query.cursor,
     collection: "event_streams"
-  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
   return { data: items.map(eventStreamView), page }
 })
 
@@ -187,7 +185,7 @@ export const deleteEventStream = Effect.fn("EventStreams.delete")(function* (id:
   const caller = yield* Caller
   const records = yield* Records
   yield* loadStream(id)
-  yield* records.remove(caller.tenant, EVENT_STREAM_TYPE, id).pipe(Effect.mapError(storeFailure))
+  yield* records.remove(caller.tenant, EVENT_STREAM_TYPE, id).pipe(Effect.mapError(writeUnavailable))
   yield* recordChange("event_stream.deleted", { object: "event_stream", id })
 })
 
@@ -241,7 +239,7 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
   if (options.lastEventId !== undefined) {
     const lastId = options.lastEventId.trim()
     const event = isId("event", lastId)
-      ? yield* records.get(tenant, EVENT_TYPE, lastId).pipe(Effect.mapError(readFailure))
+      ? yield* records.get(tenant, EVENT_TYPE, lastId).pipe(Effect.mapError(readUnavailable))
       : undefined
     if (!event || String(event.data.created_at) < formatTimestamp(now - EVENT_RETENTION_MS)) {
       return yield* Effect.fail(apiError("cursor_expired"))
@@ -277,11 +275,11 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
       .pipe(
         Effect.map((r) => Option.some(r)),
         Effect.catchTag("RevisionConflict", () => Effect.succeed(Option.none<StoredRecord>())),
-        Effect.mapError(storeFailure)
+        Effect.mapError(writeUnavailable)
       )
     if (Option.isSome(taken)) break
     // Someone else wrote the stream meanwhile (another connection, or a delete): look again.
-    const again = yield* records.get(tenant, EVENT_STREAM_TYPE, id).pipe(Effect.mapError(readFailure))
+    const again = yield* records.get(tenant, EVENT_STREAM_TYPE, id).pipe(Effect.mapError(readUnavailable))
     if (!again) return yield* Effect.fail(apiError("not_found"))
     if (attempt >= 3) return yield* Effect.fail(apiError("stream_busy"))
     current = again

@@ -6,7 +6,7 @@
  */
 import { Clock, Effect } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { apiError } from "../errors/errors.js"
+import { apiError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp } from "../records/time.js"
@@ -66,10 +66,9 @@ export const emitEvent = Effect.fn("emitEvent")(function* (
   } satisfies JsonObject
   yield* records
     .insert(caller.tenant, EVENT_TYPE, id, event)
-    .pipe(Effect.mapError((cause) => apiError("audit_unavailable", { internal: cause })))
+    .pipe(Effect.mapError(writeUnavailable))
 })
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
 
 export const eventView = (data: JsonObject): JsonObject => inOrder(data, eventFields)
 
@@ -105,12 +104,12 @@ export const listEvents = Effect.fn("Events.list")(function* (query: {
     // A cursor on an event that is no longer kept: the client missed events, and must know (410).
     checkPosition: (id) =>
       records.get(caller.tenant, EVENT_TYPE, id).pipe(
-        Effect.mapError(readFailure),
+        Effect.mapError(readUnavailable),
         Effect.flatMap((event) =>
           !event || String(event.data.created_at) < retainedSince ? Effect.fail(apiError("cursor_expired")) : Effect.void
         )
       )
-  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
   return { data: items.map((r) => eventView(r.data)), page }
 })
 
@@ -119,7 +118,7 @@ export const getEvent = Effect.fn("Events.get")(function* (id: string) {
   const caller = yield* Caller
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis
-  const event = yield* records.get(caller.tenant, EVENT_TYPE, id).pipe(Effect.mapError(readFailure))
+  const event = yield* records.get(caller.tenant, EVENT_TYPE, id).pipe(Effect.mapError(readUnavailable))
   if (!event || Date.parse(String(event.data.created_at)) < now - EVENT_RETENTION_MS) return yield* Effect.fail(apiError("not_found"))
   return eventView(event.data)
 })

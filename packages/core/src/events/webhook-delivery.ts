@@ -24,7 +24,7 @@
  */
 import { Clock, Context, Effect, Option, Random, Ref, Schedule } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { apiError, type DetailItem } from "../errors/errors.js"
+import { apiError, type DetailItem, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { type Environment, type Json, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork, type Where } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp, HOUR, MINUTE, parseTimestamp, SECOND } from "../records/time.js"
@@ -498,8 +498,6 @@ export const webhookDeliveryWorker = (interval: "200 millis" | `${number} millis
 // ---------------------------------------------------------------------------------------
 // Reads
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
-const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 const retainedSince = Effect.map(Clock.currentTimeMillis, (now) => formatTimestamp(now - WEBHOOK_DELIVERY_RETENTION_MS))
 
@@ -507,7 +505,7 @@ const loadWebhook = (webhookId: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const webhook = yield* records.get(caller.tenant, WEBHOOK_TYPE, webhookId).pipe(Effect.mapError(readFailure))
+    const webhook = yield* records.get(caller.tenant, WEBHOOK_TYPE, webhookId).pipe(Effect.mapError(readUnavailable))
     if (!webhook) return yield* Effect.fail(apiError("not_found"))
     return webhook
   })
@@ -518,7 +516,7 @@ const loadDelivery = (webhookId: string, deliveryId: string) =>
     const caller = yield* Caller
     const records = yield* Records
     const since = yield* retainedSince
-    const delivery = yield* records.get(caller.tenant, WEBHOOK_DELIVERY_TYPE, deliveryId).pipe(Effect.mapError(readFailure))
+    const delivery = yield* records.get(caller.tenant, WEBHOOK_DELIVERY_TYPE, deliveryId).pipe(Effect.mapError(readUnavailable))
     if (!delivery || delivery.data.webhook_id !== webhookId || String(delivery.data.created_at) < since) {
       return yield* Effect.fail(apiError("not_found"))
     }
@@ -554,7 +552,7 @@ export const listWebhookDeliveries = Effect.fn("WebhookDeliveries.list")(functio
     limit: query.limit,
     cursor: query.cursor,
     collection: `webhook_deliveries:${webhookId}:${query.status ?? ""}:${query.event_id ?? ""}`
-  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
   return { data: items.map(publicDelivery), page }
 })
 
@@ -584,7 +582,7 @@ export const listWebhookAttempts = Effect.fn("WebhookDeliveries.attempts")(funct
     limit: query.limit,
     cursor: query.cursor,
     collection: `webhook_attempts:${deliveryId}`
-  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+  }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
   return { data: items.map(webhookAttemptView), page }
 })
 
@@ -592,7 +590,7 @@ export const getWebhookAttempt = Effect.fn("WebhookDeliveries.attempt")(function
   yield* loadDelivery(webhookId, deliveryId)
   const caller = yield* Caller
   const records = yield* Records
-  const attempt = yield* records.get(caller.tenant, WEBHOOK_ATTEMPT_TYPE, attemptId).pipe(Effect.mapError(readFailure))
+  const attempt = yield* records.get(caller.tenant, WEBHOOK_ATTEMPT_TYPE, attemptId).pipe(Effect.mapError(readUnavailable))
   if (!attempt || attempt.data.delivery_id !== deliveryId) return yield* Effect.fail(apiError("not_found"))
   return webhookAttemptView(attempt)
 })
@@ -638,7 +636,7 @@ export const replayWebhookEvents = Effect.fn("WebhookDeliveries.replay")(functio
     for (const [index, id] of input.event_ids.entries()) {
       if (seen.has(id)) continue
       seen.add(id)
-      const event = yield* records.get(caller.tenant, EVENT_TYPE, id).pipe(Effect.mapError(readFailure))
+      const event = yield* records.get(caller.tenant, EVENT_TYPE, id).pipe(Effect.mapError(readUnavailable))
       if (!event || String(event.data.created_at) < eventsSince) {
         details.push({ field: `event_ids[${index}]`, code: "invalid_value", reason: "event_not_found" })
       } else if (!webhookReceives(webhook.data, event.data)) {
@@ -655,7 +653,7 @@ export const replayWebhookEvents = Effect.fn("WebhookDeliveries.replay")(functio
     for (;;) {
       const page = yield* records
         .list(caller.tenant, EVENT_TYPE, { where, sort: { field: "id", kind: "text", direction: "asc" }, after: position, limit: 500 })
-        .pipe(Effect.mapError(readFailure))
+        .pipe(Effect.mapError(readUnavailable))
       events.push(...page.filter((e) => webhookReceives(webhook.data, e.data)))
       if (events.length > MAX_REPLAY_EVENTS) {
         return yield* Effect.fail(apiError("too_many_items", { details: [{ field: "created_after", code: "too_many_items", params: { max: MAX_REPLAY_EVENTS } }] }))
@@ -669,7 +667,7 @@ export const replayWebhookEvents = Effect.fn("WebhookDeliveries.replay")(functio
     const id = yield* ids.next("webhook_delivery")
     const record = yield* records
       .insert(caller.tenant, WEBHOOK_DELIVERY_TYPE, id, newDelivery(webhook, event.data, "replay", id, now))
-      .pipe(Effect.mapError(storeFailure))
+      .pipe(Effect.mapError(writeUnavailable))
     created.push(publicDelivery(record))
   }
   return created

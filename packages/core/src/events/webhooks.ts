@@ -10,7 +10,7 @@
  */
 import { Effect, Encoding, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { apiError } from "../errors/errors.js"
+import { apiError, readUnavailable } from "../errors/errors.js"
 import type { OperationKind } from "../operations/operations.js"
 import { Crypto } from "../ports/crypto.js"
 import { type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
@@ -297,7 +297,7 @@ export const listWebhooks = (input: WebhookListInput) =>
     let visible = input.visible
     if (input.event_type !== undefined) {
       const subscribers = yield* subscribersOf(input.event_type).pipe(
-        Effect.catchTag("StoreUnavailable", (e) => Effect.fail(apiError("credential_state_unverifiable", { internal: e })))
+        Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e)))
       )
       visible = visible === "all" ? subscribers : new Set([...visible].filter((id) => subscribers.has(id)))
     }

@@ -6,7 +6,7 @@
  * result that showed a secret once is never replayed (`secret_not_replayable`).
  */
 import { Clock, Effect } from "effect"
-import { type ApiError, apiError } from "../errors/errors.js"
+import { type ApiError, apiError, writeUnavailable } from "../errors/errors.js"
 import { Crypto } from "../ports/crypto.js"
 import { Idempotency, type IdempotencyReceipt, type RecordedResponse, type Tenant } from "../ports/store.js"
 import { HOUR, MINUTE } from "../records/time.js"
@@ -23,7 +23,7 @@ export type IdempotencyRule = "required" | "optional" | "none"
 export const checkIdempotencyKey = (
   rule: IdempotencyRule,
   values: ReadonlyArray<string>
-): Effect.Effect<string | undefined, ApiError> => {
+): Effect.Effect<string | undefined, ApiError<"idempotency_key_required" | "idempotency_key_invalid">> => {
   if (rule === "none" || (values.length === 0 && rule === "optional")) return Effect.succeed(undefined)
   if (values.length === 0) return Effect.fail(apiError("idempotency_key_required", { details: [{ parameter: "Idempotency-Key", code: "required" }] }))
   const [key] = values
@@ -41,7 +41,7 @@ const answerTo = (
   receipt: IdempotencyReceipt,
   resource: string,
   fingerprint: string
-): Effect.Effect<RecordedResponse, ApiError> => {
+): Effect.Effect<RecordedResponse, ApiError<"idempotency_in_progress" | "idempotency_key_reused" | "secret_not_replayable">> => {
   if (receipt.operationId !== resource) {
     return Effect.fail(apiError("idempotency_key_reused", { reason: "different_resource" }))
   }
@@ -69,8 +69,8 @@ export const runIdempotent = <E, R>(
   tenant: Tenant,
   key: string,
   request: { readonly operationId: string; readonly path: string; readonly query: string; readonly body: string },
-  execute: (complete: (response: RecordedResponse) => Effect.Effect<void, ApiError>) => Effect.Effect<RecordedResponse, E, R>
-): Effect.Effect<IdempotentOutcome, E | ApiError, R | Idempotency | Crypto> =>
+  execute: (complete: (response: RecordedResponse) => Effect.Effect<void, ApiError<"audit_unavailable">>) => Effect.Effect<RecordedResponse, E, R>
+) =>
   Effect.gen(function* () {
     const store = yield* Idempotency
     const crypto = yield* Crypto
@@ -79,7 +79,6 @@ export const runIdempotent = <E, R>(
     const resource = `${request.operationId} ${request.path}`
     const fingerprint = crypto.sha256Hex(`${request.query}\n${request.body}`)
     const token = Buffer.from(crypto.randomBytes(16)).toString("hex")
-    const unavailable = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
     const claim = yield* store
       .claim(tenant, key, {
         operationId: resource,
@@ -89,13 +88,13 @@ export const runIdempotent = <E, R>(
         staleBefore: now - CLAIM_LEASE_MS,
         expiresAt: now + RECEIPT_TTL_MS
       })
-      .pipe(Effect.mapError(unavailable))
+      .pipe(Effect.mapError(writeUnavailable))
     if (claim._tag === "Existing") {
       const response = yield* answerTo(claim.receipt, resource, fingerprint)
       return { _tag: "Replayed" as const, response }
     }
     const complete = (response: RecordedResponse) =>
-      store.complete(tenant, key, token, response).pipe(Effect.mapError(unavailable))
+      store.complete(tenant, key, token, response).pipe(Effect.mapError(writeUnavailable))
     const response = yield* execute(complete).pipe(
       Effect.onError(() => store.release(tenant, key, token).pipe(Effect.ignore))
     )

@@ -6,7 +6,7 @@
  * A refused request counts against no window.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { ApiError, apiError, type RateLimitLine } from "../errors/errors.js"
+import { apiError, type RateLimitLine } from "../errors/errors.js"
 import { type Environment, RateLimitStore, type RateCheck, type WindowCounts } from "../ports/store.js"
 
 export const WINDOW_SECONDS = 60
@@ -107,9 +107,7 @@ export const admit = Effect.fnUntraced(function* (checks: ReadonlyArray<RateChec
     const blocked = decision.lines.filter((l) => l.retry_after_seconds > 0)
     const retryAfter = Math.max(...blocked.map((l) => l.retry_after_seconds))
     return yield* Effect.fail(
-      new ApiError({
-        code: "rate_limit_exceeded",
-        details: [],
+      apiError("rate_limit_exceeded", {
         rateLimit: { retry_after_seconds: retryAfter, blocked_by: blocked.map((l) => l.scope), limits: decision.lines },
         headers: { ...rateLimitHeaders(decision), "retry-after": String(retryAfter) }
       })

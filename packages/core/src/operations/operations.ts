@@ -8,7 +8,7 @@
 import { Clock, Context, Effect, Layer, Option, Random, Schedule } from "effect"
 import type { CallerInfo } from "../access/context.js"
 import { Caller, Ids } from "../access/context.js"
-import { type ApiError, apiError } from "../errors/errors.js"
+import { type ApiError, apiError, writeUnavailable } from "../errors/errors.js"
 import { renderMessage } from "../errors/messages.js"
 import { emitEvent } from "../events/events.js"
 import type { Crypto } from "../ports/crypto.js"
@@ -62,7 +62,6 @@ export class OperationKinds extends Context.Tag("@syllabus/core/OperationKinds")
 export const operationView = (record: StoredRecord): JsonObject => inOrder(record.data, operationFields)
 export const operationItemView = (record: StoredRecord): JsonObject => inOrder(record.data, operationItemFields)
 
-const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 /**
  * Record an operation and its items, queued; call it inside the unit of work of the request
@@ -105,7 +104,7 @@ export const startOperation = Effect.fn("Operations.start")(function* (
     lease_owner: null,
     lease_until: null
   } satisfies JsonObject
-  const record = yield* records.insert(caller.tenant, OPERATION_TYPE, id, data).pipe(Effect.mapError(storeFailure))
+  const record = yield* records.insert(caller.tenant, OPERATION_TYPE, id, data).pipe(Effect.mapError(writeUnavailable))
   yield* Effect.forEach(items, (item) =>
     Effect.gen(function* () {
       const itemId = yield* ids.next("operation_item")
@@ -122,7 +121,7 @@ export const startOperation = Effect.fn("Operations.start")(function* (
           finished_at: null,
           payload: item.payload
         })
-        .pipe(Effect.mapError(storeFailure))
+        .pipe(Effect.mapError(writeUnavailable))
     })
   )
   return operationView(record)
@@ -131,7 +130,7 @@ export const startOperation = Effect.fn("Operations.start")(function* (
 export const getOperation = Effect.fn("Operations.get")(function* (id: string) {
   const caller = yield* Caller
   const records = yield* Records
-  const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(storeFailure))
+  const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(writeUnavailable))
   if (!record) return yield* Effect.fail(apiError("not_found"))
   return operationView(record)
 })
@@ -158,7 +157,7 @@ export const listOperations = Effect.fn("Operations.list")(function* (query: {
   return { data: items.map(operationView), page }
 })
 
-const storeFailureEffect = (cause: unknown) => Effect.fail(storeFailure(cause))
+const storeFailureEffect = (cause: unknown) => Effect.fail(writeUnavailable(cause))
 
 export const listOperationItems = Effect.fn("Operations.listItems")(function* (
   id: string,
@@ -421,7 +420,7 @@ const loadOperation = (id: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(storeFailure))
+    const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(writeUnavailable))
     if (!record) return yield* Effect.fail(apiError("not_found"))
     return record
   })
@@ -432,7 +431,7 @@ const finishedStatuses = ["succeeded", "failed", "canceled"]
 const saveOperation = (record: StoredRecord, data: JsonObject) =>
   Effect.flatMap(Records, (records) => records.update(record.tenant, OPERATION_TYPE, record.id, data, { expectedRevision: record.revision })).pipe(
     Effect.catchTag("RevisionConflict", () => Effect.fail(apiError("state_conflict", { reason: "operation_changed" }))),
-    Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e)))
+    Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e)))
   )
 
 /**
@@ -447,10 +446,10 @@ export const cancelOperation = Effect.fn("Operations.cancel")(function* (id: str
   if (finishedStatuses.includes(String(record.data.status))) return yield* Effect.fail(apiError("operation_not_cancelable"))
   const queued = record.data.status === "queued"
   if (queued) {
-    const items = yield* itemsOf(record).pipe(Effect.mapError(storeFailure))
+    const items = yield* itemsOf(record).pipe(Effect.mapError(writeUnavailable))
     yield* Effect.forEach(items, (i) =>
       records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: formatTimestamp(now) })
-    ).pipe(Effect.mapError(storeFailure))
+    ).pipe(Effect.mapError(writeUnavailable))
   }
   const saved = yield* saveOperation(record, {
     ...record.data,
@@ -469,14 +468,14 @@ export const resumeOperation = Effect.fn("Operations.resume")(function* (id: str
   const caller = yield* Caller
   const records = yield* Records
   const record = yield* loadOperation(id)
-  const items = yield* itemsOf(record).pipe(Effect.mapError(storeFailure))
+  const items = yield* itemsOf(record).pipe(Effect.mapError(writeUnavailable))
   const recoverable = items.filter((i) => i.data.status === "failed" && isRecoverable(String((i.data.error as JsonObject | null)?.code ?? "")))
   if (record.data.status !== "failed" || recoverable.length === 0) {
     return yield* Effect.fail(apiError("operation_not_resumable", { reason: record.data.status !== "failed" ? "not_failed" : "no_recoverable_items" }))
   }
   yield* Effect.forEach(recoverable, (i) =>
     records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "queued", error: null, finished_at: null })
-  ).pipe(Effect.mapError(storeFailure))
+  ).pipe(Effect.mapError(writeUnavailable))
   const progress = record.data.progress as { done: number; failed: number; total: number }
   const saved = yield* saveOperation(record, {
     ...record.data,
@@ -500,6 +499,6 @@ export const checkBacklog = Effect.fn("Operations.checkBacklog")(function* () {
   const records = yield* Records
   const open = yield* records
     .count(caller.tenant, OPERATION_TYPE, [{ field: "status", op: "in", values: ["queued", "running"] }], [])
-    .pipe(Effect.mapError(storeFailure))
+    .pipe(Effect.mapError(writeUnavailable))
   if ((open[0]?.count ?? 0) >= MAX_OPEN_OPERATIONS) return yield* Effect.fail(apiError("operation_backlog_exceeded"))
 })

@@ -16,7 +16,7 @@ import { Clock, Effect, Schema } from "effect"
 import { loadAccount } from "../access/accounts.js"
 import { Caller, type CallerInfo, Ids } from "../access/context.js"
 import { accountTenant, ADMINISTRATOR_TYPE, CREDENTIAL_TYPE } from "../access/credentials.js"
-import { apiError, fieldError } from "../errors/errors.js"
+import { apiError, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
 import { Crypto } from "../ports/crypto.js"
 import { environments, type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
@@ -29,8 +29,6 @@ import { allRecords } from "./people-custom-fields.js"
 import { Email } from "./people-users.js"
 import { acceptedTotpCodes, base32Encode, TOTP_DIGITS, TOTP_STEP_SECONDS } from "./totp.js"
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
-const writeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 const Password = Text({ min: 12, max: 256 }).annotations({ description: "Write-only; at least 12 characters." })
 
@@ -115,7 +113,7 @@ const recordAdministratorChange = (action: string, after: StoredRecord, before?:
 const loadAdministrator = (id: string) =>
   Effect.gen(function* () {
     const tenant = yield* home
-    const record = yield* Effect.flatMap(Records, (records) => records.get(tenant, ADMINISTRATOR_TYPE, id)).pipe(Effect.mapError(readFailure))
+    const record = yield* Effect.flatMap(Records, (records) => records.get(tenant, ADMINISTRATOR_TYPE, id)).pipe(Effect.mapError(readUnavailable))
     if (!record) return yield* Effect.fail(apiError("not_found"))
     return record
   })
@@ -141,7 +139,7 @@ const save = (record: StoredRecord, data: JsonObject) =>
         Effect.catchTags({
           UniqueViolation: () => Effect.fail(fieldError("already_exists", "email")),
           RevisionConflict: () => Effect.fail(apiError("revision_mismatch")),
-          StoreUnavailable: (e) => Effect.fail(writeFailure(e))
+          StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
         })
       )
   })
@@ -172,7 +170,7 @@ export const listAdministrators = (input: ListAdministratorsInput) =>
       limit: input.limit,
       cursor: input.cursor,
       collection: `/administrators:${JSON.stringify([input.status ?? null, input.email ?? null])}`
-    }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+    }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
     return { data: items.map(administratorView), page }
   })
 
@@ -198,7 +196,7 @@ export const createAdministrator = (body: typeof CreateAdministratorBody.Type) =
     const record = yield* records.insert(tenant, ADMINISTRATOR_TYPE, id, data, [{ name: "email", value: fields.email }]).pipe(
       Effect.catchTags({
         UniqueViolation: () => Effect.fail(fieldError("already_exists", "email")),
-        StoreUnavailable: (e) => Effect.fail(writeFailure(e))
+        StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
       })
     )
     yield* recordAdministratorChange("administrator.created", record)
@@ -234,7 +232,7 @@ const unlinkEverywhere = (administratorId: string) =>
         // No `uniques`: the credential keeps its secret-hash keys.
         yield* records
           .update(tenant, CREDENTIAL_TYPE, credential.id, { ...credential.data, administrators: kept, updated_at: now }, { expectedRevision: credential.revision })
-          .pipe(Effect.mapError(writeFailure))
+          .pipe(Effect.mapError(writeUnavailable))
         // The credential's own trail, in the credential's environment.
         yield* recordChange("credential.administrator_unlinked", { object: CREDENTIAL_TYPE, id: credential.id }, { administrator_id: administratorId }).pipe(
           Effect.provideService(Caller, { ...caller, tenant } satisfies CallerInfo)
@@ -249,7 +247,7 @@ export const removeAdministrator = (id: string) =>
     const current = yield* loadActive(id)
     const active = yield* records
       .count(current.tenant, ADMINISTRATOR_TYPE, [{ field: "status", op: "eq", value: "active" }], [])
-      .pipe(Effect.mapError(readFailure))
+      .pipe(Effect.mapError(readUnavailable))
     // Someone must still be able to sign in for the account.
     if ((active[0]?.count ?? 0) <= 1) return yield* Effect.fail(apiError("state_conflict", { reason: "last_administrator" }))
     const saved = yield* save(current, {
@@ -270,7 +268,7 @@ export const startTwoFactorEnrollment = (id: string) =>
   Effect.gen(function* () {
     const crypto = yield* Crypto
     const current = yield* loadActive(id)
-    const account = yield* loadAccount(current.tenant.accountId).pipe(Effect.mapError(readFailure))
+    const account = yield* loadAccount(current.tenant.accountId).pipe(Effect.mapError(readUnavailable))
     const secret = base32Encode(crypto.randomBytes(20))
     const saved = yield* save(current, { ...current.data, totp_pending_secret: secret })
     yield* recordAdministratorChange("administrator.two_factor_enrollment_started", saved, current)

@@ -5,12 +5,11 @@
  */
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { type ApiError, apiError, type DetailItem } from "../errors/errors.js"
+import { type ApiError, apiError, type DetailItem, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records, type StoredRecord, type Tenant, type Where } from "../ports/store.js"
 import { defineResource, ruleViolation } from "../records/resource.js"
 import { Bool, Enum, Integer, List, PLAIN_TEXT_MAX, Text } from "../records/schema.js"
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
 
 /** Every record of a type in a tenant, in `id` order (sets bounded by the account: fields, a user's links). */
 export const allRecords = (tenant: Tenant, type: string, where: ReadonlyArray<Where> = []) =>
@@ -27,7 +26,7 @@ export const allRecords = (tenant: Tenant, type: string, where: ReadonlyArray<Wh
           after: last ? { value: last.id, id: last.id } : undefined,
           limit: batch
         })
-        .pipe(Effect.mapError(readFailure))
+        .pipe(Effect.mapError(readUnavailable))
       out.push(...page)
       if (page.length < batch) return out
     }
@@ -83,7 +82,7 @@ export const customFields = defineResource({
       const records = yield* Records
       const last = yield* records
         .list(context.tenant, CUSTOM_FIELD_TYPE, { where: [], sort: { field: "position", kind: "number", direction: "desc" }, limit: 1 })
-        .pipe(Effect.mapError(readFailure))
+        .pipe(Effect.mapError(readUnavailable))
       return {
         key: body.key,
         label: body.label,

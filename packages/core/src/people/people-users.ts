@@ -8,7 +8,7 @@
 import { Clock, Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { allows } from "../access/policies.js"
-import { apiError, type DetailItem, fieldError } from "../errors/errors.js"
+import { apiError, type DetailItem, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import {
   defineResource,
@@ -23,8 +23,6 @@ import { Enum, List, PublicId, Text, Timestamp } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { allRecords, mergeCustomFieldValues } from "./people-custom-fields.js"
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
-const writeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 export const USER_TYPE = "user"
 export const TAG_TYPE = "tag"
@@ -191,7 +189,7 @@ export const tags = defineResource({
 const requireRecord = (type: string, id: string, field: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
-    const found = yield* Effect.flatMap(Records, (records) => records.get(caller.tenant, type, id)).pipe(Effect.mapError(readFailure))
+    const found = yield* Effect.flatMap(Records, (records) => records.get(caller.tenant, type, id)).pipe(Effect.mapError(readUnavailable))
     if (!found || found.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
   })
 
@@ -202,7 +200,7 @@ const holders = (tagIds: ReadonlyArray<string>) =>
     const records = yield* Records
     const counts = yield* records
       .count(caller.tenant, USER_TAG_TYPE, [{ field: "tag_id", op: "in", values: tagIds }], ["tag_id"])
-      .pipe(Effect.mapError(readFailure))
+      .pipe(Effect.mapError(readUnavailable))
     return new Map(counts.map((c) => [String(c.key[0]), c.count]))
   })
 
@@ -232,7 +230,7 @@ export const replaceUserTags = (userId: string, ids: ReadonlyArray<string>, expe
         problems.push({ field: `ids[${i}]`, code: "invalid_value", reason: "duplicate" })
         continue
       }
-      const tag = yield* records.get(caller.tenant, TAG_TYPE, id).pipe(Effect.mapError(readFailure))
+      const tag = yield* records.get(caller.tenant, TAG_TYPE, id).pipe(Effect.mapError(readUnavailable))
       if (!tag) problems.push({ field: `ids[${i}]`, code: "validation_failed", reason: "not_found" })
     }
     if (problems.length > 0) return yield* Effect.fail(ruleViolation(problems))
@@ -242,14 +240,14 @@ export const replaceUserTags = (userId: string, ids: ReadonlyArray<string>, expe
     const held = new Set(links.map((l) => String(l.data.tag_id)))
     const now = formatTimestamp(yield* Clock.currentTimeMillis)
     for (const link of links) {
-      if (!wanted.has(String(link.data.tag_id))) yield* records.remove(caller.tenant, USER_TAG_TYPE, link.id).pipe(Effect.mapError(writeFailure))
+      if (!wanted.has(String(link.data.tag_id))) yield* records.remove(caller.tenant, USER_TAG_TYPE, link.id).pipe(Effect.mapError(writeUnavailable))
     }
     for (const tagId of ids) {
       if (held.has(tagId)) continue
       const id = `${userId}:${tagId}`
       yield* records
         .insert(caller.tenant, USER_TAG_TYPE, id, { object: USER_TAG_TYPE, id, user_id: userId, tag_id: tagId, created_at: now })
-        .pipe(Effect.mapError(writeFailure))
+        .pipe(Effect.mapError(writeUnavailable))
     }
     const saved = yield* saveResource(users, user, { ...user.data, tags: [...ids] }, user.revision)
     yield* recordResourceChange(users, "updated", resourceView(users, saved), resourceView(users, user))

@@ -1,7 +1,7 @@
 /** Tag groups: named sets of tags (3.3.1). */
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { apiError } from "../errors/errors.js"
+import { apiError, writeUnavailable } from "../errors/errors.js"
 import { Records } from "../ports/store.js"
 import { defineResource } from "../records/resource.js"
 import { Text } from "../records/schema.js"
@@ -39,6 +39,6 @@ export const tagGroups = defineResource({
           limit: 10_000
         })
         yield* Effect.forEach(grouped, (tag) => records.update(caller.tenant, "tag", tag.id, { ...tag.data, tag_group_id: null }))
-      }).pipe(Effect.mapError((cause) => apiError("audit_unavailable", { internal: cause })))
+      }).pipe(Effect.mapError(writeUnavailable))
   }
 })

@@ -3,7 +3,7 @@
  * collection, its sort and its filters, valid 24 hours; `next_cursor` null ends the collection.
  */
 import { Clock, Effect } from "effect"
-import { type ApiError, apiError } from "../errors/errors.js"
+import { apiError } from "../errors/errors.js"
 import { Crypto } from "../ports/crypto.js"
 import { type ListQuery, Records, type SortSpec, type StoredRecord, type Tenant, type Where } from "../ports/store.js"
 import { DAY } from "./time.js"
@@ -34,7 +34,7 @@ const fromBase64Url = (text: string): string => Buffer.from(text, "base64url").t
 
 const invalidCursor = apiError("invalid_cursor", { details: [{ parameter: "cursor", code: "invalid_cursor" }] })
 
-export interface PageRequest {
+export interface PageRequest<PositionError = never> {
   readonly tenant: Tenant
   readonly type: string
   readonly where: ReadonlyArray<Where>
@@ -47,7 +47,7 @@ export interface PageRequest {
    */
   readonly collection: string
   /** A check of the record a cursor points at (e.g. 410 `cursor_expired` when it is no longer retained). */
-  readonly checkPosition?: (id: string) => Effect.Effect<void, ApiError, Records>
+  readonly checkPosition?: (id: string) => Effect.Effect<void, PositionError, Records>
 }
 
 const sortValue = (record: StoredRecord, sort: SortSpec): string | number | null => {
@@ -59,7 +59,7 @@ const sortValue = (record: StoredRecord, sort: SortSpec): string | number | null
 const flip = (sort: SortSpec): SortSpec => ({ ...sort, direction: sort.direction === "asc" ? "desc" : "asc" })
 
 /** One page of a collection, with the cursors around it. */
-export const paginate = Effect.fnUntraced(function* (request: PageRequest) {
+export const paginate = <PositionError = never>(request: PageRequest<PositionError>) => Effect.gen(function* () {
   const crypto = yield* Crypto
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis

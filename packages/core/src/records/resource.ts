@@ -11,7 +11,7 @@
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { type ApiError, apiError, type DetailItem, type ErrorCode, fieldError } from "../errors/errors.js"
+import { type ApiError, apiError, type DetailItem, type ErrorCode, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
 import type { Crypto } from "../ports/crypto.js"
 import {
@@ -180,15 +180,13 @@ export const resourceEtag = (definition: ResourceDefinition, record: StoredRecor
 // ---------------------------------------------------------------------------------------
 // Use cases
 
-const storeFailure = (cause: StoreUnavailable) => apiError("audit_unavailable", { internal: cause })
-const readFailure = (cause: StoreUnavailable) => apiError("credential_state_unverifiable", { internal: cause })
 
 /** The record of a resource in the caller's tenant (and under `parentId`), or 404. */
 export const loadResource = (definition: ResourceDefinition, parentId: string | undefined, id: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const record = yield* records.get(caller.tenant, definition.type, id).pipe(Effect.mapError(readFailure))
+    const record = yield* records.get(caller.tenant, definition.type, id).pipe(Effect.mapError(readUnavailable))
     if (!record || (definition.parent && record.data[definition.parent.field] !== parentId)) {
       return yield* Effect.fail(apiError("not_found"))
     }
@@ -199,13 +197,13 @@ export const loadResource = (definition: ResourceDefinition, parentId: string | 
 export const requireParent = (
   parent: ParentDefinition | undefined,
   ids: Readonly<Record<string, string | undefined>>
-): Effect.Effect<void, ApiError, Caller | Records> =>
+): Effect.Effect<void, ApiError<"not_found" | "credential_state_unverifiable">, Caller | Records> =>
   Effect.gen(function* () {
     if (!parent) return
     const caller = yield* Caller
     const records = yield* Records
     const id = ids[parent.field]
-    const record = id === undefined ? undefined : yield* records.get(caller.tenant, parent.type, id).pipe(Effect.mapError(readFailure))
+    const record = id === undefined ? undefined : yield* records.get(caller.tenant, parent.type, id).pipe(Effect.mapError(readUnavailable))
     if (!record || record.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
     if (parent.parent && record.data[parent.parent.field] !== ids[parent.parent.field]) return yield* Effect.fail(apiError("not_found"))
     yield* requireParent(parent.parent, ids)
@@ -292,7 +290,7 @@ export const listResources = (definition: ResourceDefinition, input: ListInput) 
       limit: input.limit,
       cursor: input.cursor,
       collection: `${definition.path}:${JSON.stringify([input.parentIds, input.deleted, input.q ?? null, input.filters])}`
-    }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readFailure(e))))
+    }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
     return { data: items.map((r) => resourceView(definition, r)), page }
   })
 
@@ -329,7 +327,7 @@ export const createResource = (definition: ResourceDefinition, parentIds: Readon
     const record = yield* records.insert(caller.tenant, definition.type, id, data, uniqueKeys(definition, data)).pipe(
       Effect.catchTags({
         UniqueViolation: (e) => Effect.fail(fieldError("already_exists", e.name)),
-        StoreUnavailable: (e) => Effect.fail(storeFailure(e))
+        StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
       })
     )
     if (definition.rules?.afterCreate) yield* definition.rules.afterCreate(record)
@@ -358,7 +356,7 @@ export const saveResource = (
         Effect.catchTags({
           UniqueViolation: (e) => Effect.fail(fieldError("already_exists", e.name)),
           RevisionConflict: () => Effect.fail(apiError("revision_mismatch")),
-          StoreUnavailable: (e) => Effect.fail(storeFailure(e))
+          StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
         })
       )
   })
@@ -429,7 +427,7 @@ export const deleteResource = (definition: ResourceDefinition, parentIds: Readon
       result = yield* saveResource(definition, current, { ...current.data, deleted: true }, current.revision)
       yield* recordResourceChange(definition, "trashed", resourceView(definition, result), resourceView(definition, current))
     } else {
-      yield* records.remove(caller.tenant, definition.type, id).pipe(Effect.mapError(storeFailure))
+      yield* records.remove(caller.tenant, definition.type, id).pipe(Effect.mapError(writeUnavailable))
       yield* recordResourceChange(definition, "deleted", resourceView(definition, current))
     }
     if (definition.rules?.afterDelete) yield* definition.rules.afterDelete(current)
@@ -459,4 +457,4 @@ export const createdRangeFilters = (timestamp: Schema.Schema.AnyNoContext, parse
 })
 
 /** A 422 listing each problem of a rule check. */
-export const ruleViolation = (details: ReadonlyArray<DetailItem>): ApiError => apiError("validation_failed", { details })
+export const ruleViolation = (details: ReadonlyArray<DetailItem>): ApiError<"validation_failed"> => apiError("validation_failed", { details })

@@ -6,7 +6,7 @@ import { Clock, Effect } from "effect"
 import { ACCOUNT_TYPE } from "../access/accounts.js"
 import { Caller, Ids } from "../access/context.js"
 import { ADMINISTRATOR_TYPE, CREDENTIAL_TYPE } from "../access/credentials.js"
-import { apiError } from "../errors/errors.js"
+import { apiError, writeUnavailable } from "../errors/errors.js"
 import { Records } from "../ports/store.js"
 import { formatTimestamp } from "../records/time.js"
 import { AUDIT_ENTRY_TYPE, recordChange, REQUEST_TYPE } from "../trail/audit.js"
@@ -21,7 +21,7 @@ export const resetSandbox = Effect.fn("Sandbox.reset")(function* () {
   const id = yield* (yield* Ids).next("sandbox_reset")
   const removed = yield* records
     .purge(caller.tenant, SANDBOX_KEEPS)
-    .pipe(Effect.mapError((cause) => apiError("audit_unavailable", { internal: cause })))
+    .pipe(Effect.mapError(writeUnavailable))
   yield* recordChange("sandbox.reset", { object: "sandbox_reset", id }, { removed_records: removed })
   return {
     object: "sandbox_reset",

@@ -11,7 +11,7 @@
 import { Clock, Effect, Schema } from "effect"
 import { loadAccount } from "../access/accounts.js"
 import { Caller } from "../access/context.js"
-import { type ApiError, apiError } from "../errors/errors.js"
+import { type ApiError, apiError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import type { RuleServices } from "../records/resource.js"
@@ -218,8 +218,6 @@ export const settingsGroups: ReadonlyArray<SettingsGroup> = [
 // ---------------------------------------------------------------------------------------
 // The representation
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
-const writeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 export const settingsEtag = (group: SettingsGroup, revision: number): string => `W/"${SETTINGS_TYPE}:${group.group}:${revision}"`
 
@@ -258,8 +256,8 @@ const loadSettings = (group: SettingsGroup) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const record = yield* records.get(caller.tenant, SETTINGS_TYPE, group.group).pipe(Effect.mapError(readFailure))
-    const account = yield* loadAccount(caller.tenant.accountId).pipe(Effect.mapError(readFailure))
+    const record = yield* records.get(caller.tenant, SETTINGS_TYPE, group.group).pipe(Effect.mapError(readUnavailable))
+    const account = yield* loadAccount(caller.tenant.accountId).pipe(Effect.mapError(readUnavailable))
     return { record, account: { name: typeof account?.data.name === "string" ? account.data.name : "" } }
   })
 
@@ -274,7 +272,7 @@ export const getSettings = (group: SettingsGroup) =>
   }))
 
 /** One value of a group, as stored (a file field: its file ID), the default when unset. */
-export const settingValue = (group: SettingsGroup, field: string): Effect.Effect<Json, ApiError, RuleServices> =>
+export const settingValue = (group: SettingsGroup, field: string): Effect.Effect<Json, ApiError<"credential_state_unverifiable">, RuleServices> =>
   Effect.map(loadSettings(group), ({ record, account }) => overridesOf(record)[field] ?? group.defaults(account)[field] ?? null)
 
 /**
@@ -316,15 +314,15 @@ export const updateSettings = (group: SettingsGroup, body: JsonObject, expectedR
       ? yield* records.update(caller.tenant, SETTINGS_TYPE, group.group, data, { expectedRevision: record.revision }).pipe(
           Effect.catchTags({
             RevisionConflict: () => Effect.fail(apiError("revision_mismatch")),
-            UniqueViolation: (e) => Effect.fail(writeFailure(e)),
-            StoreUnavailable: (e) => Effect.fail(writeFailure(e))
+            UniqueViolation: (e) => Effect.fail(writeUnavailable(e)),
+            StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
           })
         )
       : yield* records.insert(caller.tenant, SETTINGS_TYPE, group.group, data).pipe(
           Effect.catchTags({
             // Another first write won the race: this one was made against revision 0.
             UniqueViolation: () => Effect.fail(apiError("revision_mismatch")),
-            StoreUnavailable: (e) => Effect.fail(writeFailure(e))
+            StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
           })
         )
     const before = settingsView(group, account, record)

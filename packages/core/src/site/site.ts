@@ -4,7 +4,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { apiError, type DetailItem, fieldError } from "../errors/errors.js"
+import { apiError, type DetailItem, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import type { OperationKind } from "../operations/operations.js"
 import { type Json, type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
 import {
@@ -25,8 +25,6 @@ export * from "./site-settings.js"
 // ---------------------------------------------------------------------------------------
 // Shared rules
 
-const readFailure = (cause: unknown) => apiError("credential_state_unverifiable", { internal: cause })
-const writeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 /** More than any arranged set may hold (an order is at most 1,000 IDs, §8.2). */
 const ARRANGED_MAX = 10_000
@@ -42,7 +40,7 @@ const inPositionOrder = (type: string, where: ReadonlyArray<Where>) =>
         sort: { field: "position", kind: "number", direction: "asc" },
         limit: ARRANGED_MAX
       })
-      .pipe(Effect.mapError(readFailure))
+      .pipe(Effect.mapError(readUnavailable))
   })
 
 /**
@@ -65,7 +63,7 @@ const exists = (type: string, id: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const record = yield* records.get(caller.tenant, type, id).pipe(Effect.mapError(readFailure))
+    const record = yield* records.get(caller.tenant, type, id).pipe(Effect.mapError(readUnavailable))
     return record !== undefined && record.data.deleted !== true
   })
 
@@ -325,7 +323,7 @@ const checkParent = (data: JsonObject, id: string | undefined) =>
     if (parentId === id) return yield* Effect.fail(fieldError("hierarchy_violation", "parent_id", { reason: "self" }))
     const caller = yield* Caller
     const records = yield* Records
-    const parent = yield* records.get(caller.tenant, "navigation_item", parentId).pipe(Effect.mapError(readFailure))
+    const parent = yield* records.get(caller.tenant, "navigation_item", parentId).pipe(Effect.mapError(readUnavailable))
     if (!parent) return yield* Effect.fail(ruleViolation([notFound("parent_id")]))
     if (parent.data.parent_id !== null) return yield* Effect.fail(fieldError("hierarchy_violation", "parent_id", { reason: "parent_is_nested" }))
     if (id !== undefined && (yield* itemsUnder(id)).length > 0) {
@@ -409,7 +407,7 @@ export const navigation: ResourceDefinition = defineResource({
         const caller = yield* Caller
         const records = yield* Records
         for (const child of yield* itemsUnder(record.id)) {
-          yield* records.remove(caller.tenant, "navigation_item", child.id).pipe(Effect.mapError(writeFailure))
+          yield* records.remove(caller.tenant, "navigation_item", child.id).pipe(Effect.mapError(writeUnavailable))
           yield* recordResourceChange(navigation, "deleted", resourceView(navigation, child))
         }
         yield* closeGaps(record.data.parent_id ?? null)

@@ -6,7 +6,7 @@
  */
 import { Clock, Effect } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { apiError } from "../errors/errors.js"
+import { apiError, writeUnavailable } from "../errors/errors.js"
 import { contractRateLimits, type RateLimits } from "../limits/rate-limit.js"
 import { type Environment, type JsonObject, Records, type StoreUnavailable, type Tenant, type Where } from "../ports/store.js"
 import { DAY, formatTimestamp, HOUR } from "../records/time.js"
@@ -75,7 +75,7 @@ export const outcomeOf = (status: number): string =>
 /** Record one call. A store failure is `audit_unavailable`. */
 export const logRequest = (tenant: Tenant, entry: RequestLogEntry) =>
   Effect.flatMap(Records, (records) => records.insert(tenant, REQUEST_TYPE, entry.id, entry as unknown as JsonObject)).pipe(
-    Effect.mapError((cause) => apiError("audit_unavailable", { internal: cause })),
+    Effect.mapError(writeUnavailable),
     Effect.asVoid
   )
 
@@ -110,7 +110,7 @@ export const recordChange = Effect.fnUntraced(function* (
   } satisfies JsonObject
   yield* records
     .insert(caller.tenant, AUDIT_ENTRY_TYPE, id, entry)
-    .pipe(Effect.mapError((cause) => apiError("audit_unavailable", { internal: cause })))
+    .pipe(Effect.mapError(writeUnavailable))
 })
 
 export const usageWindows = [
@@ -154,7 +154,7 @@ export const accountUsage = (limits: RateLimits = contractRateLimits, limiterEna
             .map(([credential_id, row]) => ({ credential_id, ...row }))
         }
       })
-    ).pipe(Effect.mapError((cause: StoreUnavailable) => apiError("audit_unavailable", { internal: cause })))
+    ).pipe(Effect.mapError(writeUnavailable))
     const env = caller.tenant.environment
     return {
       object: "account_usage",

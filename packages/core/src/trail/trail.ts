@@ -1,7 +1,7 @@
 /** Reading the audit trail: `/requests` and `/audit-entries`, newest first, 30 days. */
 import { Clock, Effect } from "effect"
 import { Caller } from "../access/context.js"
-import { apiError } from "../errors/errors.js"
+import { apiError, writeUnavailable } from "../errors/errors.js"
 import { Records } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import { formatTimestamp } from "../records/time.js"
@@ -30,7 +30,7 @@ const readTrail = (type: string, fields: ReadonlyArray<string>) =>
       limit: query.limit,
       cursor: query.cursor,
       collection: `${type}:${retainedBinding(query)}`
-    }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(apiError("audit_unavailable", { internal: e }))))
+    }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(writeUnavailable(e))))
     return { data: items.map((r) => inOrder(r.data, fields)), page }
   })
 
@@ -44,7 +44,7 @@ const getTrail = (type: string, fields: ReadonlyArray<string>) =>
     const now = yield* Clock.currentTimeMillis
     const record = yield* records
       .get(caller.tenant, type, id)
-      .pipe(Effect.mapError((e) => apiError("audit_unavailable", { internal: e })))
+      .pipe(Effect.mapError(writeUnavailable))
     const createdAt = record?.data.created_at
     if (!record || typeof createdAt !== "string" || Date.parse(createdAt) < now - AUDIT_RETENTION_MS) {
       return yield* Effect.fail(apiError("not_found"))

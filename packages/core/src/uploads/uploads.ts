@@ -7,7 +7,7 @@
  */
 import { Clock, Effect, Schema, type Stream } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { type ApiError, apiError, fieldError } from "../errors/errors.js"
+import { type ApiError, apiError, fieldError, writeUnavailable } from "../errors/errors.js"
 import { FileStorage, type StoredPart, type StorageUnavailable } from "../ports/file-storage.js"
 import { type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
 import { isId } from "../records/ids.js"
@@ -144,13 +144,12 @@ export const uploadView = (record: StoredRecord, now: number): JsonObject => {
 }
 
 const storageFailure = (cause: StorageUnavailable) => apiError("storage_unavailable", { internal: cause })
-const storeFailure = (cause: unknown) => apiError("audit_unavailable", { internal: cause })
 
 const objectKey = (tenant: Tenant, fileId: string) => `${tenant.accountId}/${tenant.environment}/${fileId}`
 
 const loadUpload = (tenant: Tenant, id: string) =>
   Effect.flatMap(Records, (records) => records.get(tenant, UPLOAD_TYPE, id)).pipe(
-    Effect.mapError(storeFailure),
+    Effect.mapError(writeUnavailable),
     Effect.flatMap((record) => (record ? Effect.succeed(record) : Effect.fail(apiError("not_found"))))
   )
 
@@ -207,7 +206,7 @@ export const createUpload = Effect.fn("Uploads.create")(function* (body: typeof 
       })
     )
     .pipe(
-      Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))),
+      Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))),
       // The session was not recorded: its storage upload must not linger.
       Effect.tapError(() => Effect.ignore(storage.abortUpload(key, storageUploadId)))
     )
@@ -227,7 +226,8 @@ export const getUpload = Effect.fn("Uploads.get")(function* (id: string) {
 export const putUploadPart = Effect.fn("Uploads.putPart")(function* (
   id: string,
   number: number,
-  body: Stream.Stream<Uint8Array, ApiError>
+  /** The request body; it fails with `http_error` when the client's bytes cannot be read. */
+  body: Stream.Stream<Uint8Array, ApiError<"http_error">>
 ) {
   const caller = yield* Caller
   const storage = yield* FileStorage
@@ -265,7 +265,7 @@ export const putUploadPart = Effect.fn("Uploads.putPart")(function* (
         })
       })
     )
-    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))))
+    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))))
   return { object: "upload_part", upload_id: id, number, size: part.size, sha256: part.sha256, received_at: part.received_at }
 })
 
@@ -307,7 +307,7 @@ export const completeUpload = Effect.fn("Uploads.complete")(function* (id: strin
     const restarted = yield* storage.startUpload(key).pipe(Effect.mapError(storageFailure))
     yield* records
       .update(caller.tenant, UPLOAD_TYPE, id, { ...record.data, parts: [], storage_upload_id: restarted, updated_at: formatTimestamp(now) })
-      .pipe(Effect.mapError(storeFailure))
+      .pipe(Effect.mapError(writeUnavailable))
     return yield* Effect.fail(
       apiError("upload_integrity_mismatch", { reason: mismatch, details: [{ field: mismatch, code: "upload_integrity_mismatch", reason: mismatch }] })
     )
@@ -334,7 +334,7 @@ export const completeUpload = Effect.fn("Uploads.complete")(function* (id: strin
         return saved
       })
     )
-    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))))
+    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))))
   return inOrder(stored.data, fileFields)
 })
 
@@ -363,14 +363,14 @@ export const abandonUpload = Effect.fn("Uploads.abandon")(function* (id: string)
         return updated
       })
     )
-    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : storeFailure(e))))
+    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))))
   return uploadView(saved, now)
 })
 
 export const getFile = Effect.fn("Files.get")(function* (id: string) {
   const caller = yield* Caller
   const records = yield* Records
-  const record = yield* records.get(caller.tenant, FILE_TYPE, id).pipe(Effect.mapError(storeFailure))
+  const record = yield* records.get(caller.tenant, FILE_TYPE, id).pipe(Effect.mapError(writeUnavailable))
   if (!record) return yield* Effect.fail(apiError("not_found"))
   return inOrder(record.data, fileFields)
 })
@@ -387,7 +387,7 @@ export const requireFile = Effect.fn("Files.require")(function* (
   if (!isId("file", fileId)) return yield* Effect.fail(apiError("validation_failed", { details: [{ field, code: "invalid" }] }))
   const caller = yield* Caller
   const records = yield* Records
-  const record = yield* records.get(caller.tenant, FILE_TYPE, fileId).pipe(Effect.mapError(storeFailure))
+  const record = yield* records.get(caller.tenant, FILE_TYPE, fileId).pipe(Effect.mapError(writeUnavailable))
   if (!record) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
   if (!accepted.includes(record.data.purpose as Purpose)) {
     return yield* Effect.fail(fieldError("validation_failed", field, { reason: "purpose_mismatch" }))
