@@ -9,6 +9,10 @@ import { makeRateLimitStore } from "./rate-limit.js"
 import { makeRecords } from "./records.js"
 import { makeStore } from "./state.js"
 
+/** Counters of the store's work (nodes visited by index reads; lock waits and lost races), for tests. */
+export { instrumentation } from "./btree.js"
+export { lockCounters } from "./state.js"
+
 export const MemoryStore: Layer.Layer<Records | UnitOfWork | Idempotency | RateLimitStore> = Layer.scopedContext(
   Effect.gen(function* () {
     const store = yield* makeStore

@@ -3,13 +3,16 @@
  * are the ones a PostgreSQL store gets from SQL: a null or missing value sorts lowest, text
  * compares by code unit (`COLLATE "C"`), comparisons with a value of another type match nothing.
  */
-import type { GroupCount, Json, JsonObject, ListQuery, SortSpec, StoredRecord, Where } from "@syllabus/core"
+import type { GroupCount, Json, JsonObject, SortSpec, StoredRecord, Where } from "@syllabus/core"
+
+/** What a sort orders by: a field and its kind (the direction is the reader's). */
+export type SortKey = Pick<SortSpec, "field" | "kind">
 
 /** A top-level field of the data; `undefined` when missing (never a prototype property). */
 export const fieldOf = (data: JsonObject, field: string): Json | undefined =>
   Object.hasOwn(data, field) ? data[field] : undefined
 
-const compareScalars = (a: string | number, b: string | number): number => {
+export const compareScalars = (a: string | number, b: string | number): number => {
   if (typeof a === "number" && typeof b === "number") return a < b ? -1 : a > b ? 1 : 0
   // Mixed types only arise from a keyset position of the wrong kind: order numbers first.
   if (typeof a !== typeof b) return typeof a === "number" ? -1 : 1
@@ -45,19 +48,19 @@ const matches = (data: JsonObject, where: Where): boolean => {
 export const matchesAll = (record: StoredRecord, where: ReadonlyArray<Where>): boolean =>
   where.every((w) => matches(record.data, w))
 
-type SortValue = string | number | null
+export type SortValue = string | number | null
 
 /** A value counts for a sort only if it has the sort's kind; anything else is null. */
-const asSortValue = (value: unknown, sort: SortSpec): SortValue =>
+export const asSortValue = (value: unknown, sort: SortKey): SortValue =>
   sort.kind === "number"
     ? typeof value === "number" ? value : null
     : typeof value === "string" ? value : null
 
-const sortValue = (record: StoredRecord, sort: SortSpec): SortValue =>
+export const sortValue = (record: StoredRecord, sort: SortKey): SortValue =>
   sort.field === "id" ? record.id : asSortValue(fieldOf(record.data, sort.field), sort)
 
 /** Ascending order of (value, id), null lowest. */
-const comparePositions = (a: SortValue, aId: string, b: SortValue, bId: string): number => {
+export const comparePositions = (a: SortValue, aId: string, b: SortValue, bId: string): number => {
   if (a !== b) {
     if (a === null) return -1
     if (b === null) return 1
@@ -65,22 +68,6 @@ const comparePositions = (a: SortValue, aId: string, b: SortValue, bId: string):
     if (c !== 0) return c
   }
   return aId < bId ? -1 : aId > bId ? 1 : 0
-}
-
-export const list = (records: Iterable<StoredRecord>, query: ListQuery): ReadonlyArray<StoredRecord> => {
-  const { after, sort } = query
-  const sign = sort.direction === "asc" ? 1 : -1
-  const keyed: Array<{ readonly value: SortValue; readonly record: StoredRecord }> = []
-  // For an `id` sort the position's id is its value.
-  const afterValue = after === undefined ? null : sort.field === "id" ? after.id : asSortValue(after.value, sort)
-  for (const record of records) {
-    if (!matchesAll(record, query.where)) continue
-    const value = sortValue(record, sort)
-    if (after !== undefined && sign * comparePositions(value, record.id, afterValue, after.id) <= 0) continue
-    keyed.push({ value, record })
-  }
-  keyed.sort((a, b) => sign * comparePositions(a.value, a.record.id, b.value, b.record.id))
-  return keyed.slice(0, Math.max(0, query.limit)).map((k) => k.record)
 }
 
 export const count = (

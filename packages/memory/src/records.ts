@@ -1,4 +1,4 @@
-import { Effect, Either, HashMap, Option } from "effect"
+import { Effect, Either, HashMap } from "effect"
 import {
   type JsonObject,
   type ListQuery,
@@ -10,82 +10,65 @@ import {
   UniqueViolation,
   type Where
 } from "@syllabus/core"
+import {
+  below,
+  countOf,
+  type Bucket,
+  dropEntry,
+  emptyBucket,
+  type Entry,
+  holderOf,
+  lookup,
+  ordered,
+  page,
+  pathOf,
+  putEntry,
+  size,
+  specOf,
+  withIndexes
+} from "./bucket.js"
 import * as Query from "./query.js"
-import { type Bucket, bucketKey, type Entry, type State, type Store, uniqueIndexKey } from "./state.js"
+import { type GlobalKeys, type Store, uniqueIndexKey } from "./state.js"
 import { frozenCopy } from "./values.js"
 
-const bucketRows = (state: State, tenant: Tenant, type: string): HashMap.HashMap<string, Entry> =>
-  Option.match(HashMap.get(state.buckets, bucketKey(tenant, type)), {
-    onNone: () => HashMap.empty(),
-    onSome: (bucket) => bucket.rows
-  })
+const byId = { field: "id", kind: "text", direction: "asc" } as const
 
-const lookup = (state: State, tenant: Tenant, type: string, id: string): Entry | undefined =>
-  Option.getOrUndefined(HashMap.get(bucketRows(state, tenant, type), id))
-
-const recordsOf = (state: State, tenant: Tenant, type: string): Iterable<StoredRecord> =>
-  Array.from(HashMap.values(bucketRows(state, tenant, type)), (entry) => entry.record)
-
-const indexKey = (record: StoredRecord, key: UniqueKey): string =>
-  uniqueIndexKey(key.global === true ? "global" : record.tenant, record.type, key)
+const globalKeyOf = (type: string) => (key: UniqueKey): string => uniqueIndexKey("global", type, key)
 
 /** The first of `keys` held by a record other than `record`. */
-const takenKey = (state: State, record: StoredRecord, keys: ReadonlyArray<UniqueKey>): UniqueKey | undefined => {
-  const own = bucketKey(record.tenant, record.type)
-  return keys.find((key) =>
-    Option.match(HashMap.get(state.uniques, indexKey(record, key)), {
-      onNone: () => false,
-      onSome: (holder) => holder.bucket !== own || holder.id !== record.id
-    })
-  )
-}
-
-/** Store an entry (replacing any entry of the same id, whose keys must already be freed). */
-const put = (state: State, entry: Entry): State => {
-  const { record } = entry
-  const key = bucketKey(record.tenant, record.type)
-  const bucket: Bucket = {
-    tenant: record.tenant,
-    type: record.type,
-    rows: HashMap.set(bucketRows(state, record.tenant, record.type), record.id, entry)
-  }
-  let uniques = state.uniques
-  for (const unique of entry.uniques) {
-    uniques = HashMap.set(uniques, indexKey(record, unique), { bucket: key, id: record.id })
-  }
-  return { ...state, buckets: HashMap.set(state.buckets, key, bucket), uniques }
-}
-
-/** Remove an entry and free its keys. */
-const drop = (state: State, entry: Entry): State => {
-  const { record } = entry
-  const key = bucketKey(record.tenant, record.type)
-  const rows = HashMap.remove(bucketRows(state, record.tenant, record.type), record.id)
-  const buckets = HashMap.isEmpty(rows)
-    ? HashMap.remove(state.buckets, key)
-    : HashMap.set(state.buckets, key, { tenant: record.tenant, type: record.type, rows })
-  let uniques = state.uniques
-  for (const unique of entry.uniques) uniques = HashMap.remove(uniques, indexKey(record, unique))
-  return { ...state, buckets, uniques }
-}
-
-/** Remove every entry for which `remove` holds; returns how many were removed. */
-const dropWhere = (state: State, remove: (bucket: Bucket, entry: Entry) => boolean): readonly [number, State] => {
-  let next = state
-  let removed = 0
-  for (const bucket of HashMap.values(state.buckets)) {
-    for (const entry of HashMap.values(bucket.rows)) {
-      if (!remove(bucket, entry)) continue
-      next = drop(next, entry)
-      removed++
+const takenKey = (
+  bucket: Bucket,
+  globals: GlobalKeys,
+  record: StoredRecord,
+  keys: ReadonlyArray<UniqueKey>
+): UniqueKey | undefined =>
+  keys.find((key) => {
+    if (key.global !== true) {
+      const holder = holderOf(bucket, key)
+      return holder !== undefined && holder !== record.id
     }
-  }
-  return [removed, next]
+    const holder = globals.holder(uniqueIndexKey("global", record.type, key))
+    return holder !== undefined &&
+      !(holder.id === record.id && holder.type === record.type && holder.tenant.accountId === record.tenant.accountId &&
+        holder.tenant.environment === record.tenant.environment)
+  })
+
+/** Move the global keys of `before` to those of `after` (either may be absent). */
+const moveGlobals = (globals: GlobalKeys, type: string, before: Entry | undefined, after: Entry | undefined): void => {
+  const key = globalKeyOf(type)
+  for (const unique of before?.uniques ?? []) if (unique.global === true) globals.free(key(unique))
+  if (after === undefined) return
+  const at = { tenant: after.record.tenant, type, id: after.record.id }
+  for (const unique of after.uniques) if (unique.global === true) globals.take(key(unique), at)
 }
+
+/** The bucket emptied, keeping its indexes (empty). */
+const emptied = (bucket: Bucket): Bucket =>
+  withIndexes(emptyBucket(bucket.tenant, bucket.type), Array.from(bucket.indexes.values(), (index) => index.spec))
 
 export const makeRecords = (store: Store): Records["Type"] => {
   const get = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {
-    return lookup(yield* store.read, tenant, type, id)?.record
+    return lookup(yield* store.bucket(tenant, type), id)?.record
   })
 
   const findUnique = Effect.fnUntraced(function* (
@@ -93,11 +76,14 @@ export const makeRecords = (store: Store): Records["Type"] => {
     type: string,
     key: { readonly name: string; readonly value: string }
   ) {
-    const state = yield* store.read
-    const holder = Option.getOrUndefined(HashMap.get(state.uniques, uniqueIndexKey(tenant, type, key)))
-    if (holder === undefined) return undefined
-    const bucket = Option.getOrUndefined(HashMap.get(state.buckets, holder.bucket))
-    return bucket === undefined ? undefined : Option.getOrUndefined(HashMap.get(bucket.rows, holder.id))?.record
+    if (tenant === "global") {
+      const holder = yield* store.findGlobal(uniqueIndexKey("global", type, key))
+      if (holder === undefined) return undefined
+      return lookup(yield* store.bucket(holder.tenant, holder.type), holder.id)?.record
+    }
+    const bucket = yield* store.bucket(tenant, type)
+    const id = holderOf(bucket, key)
+    return id === undefined ? undefined : lookup(bucket, id)?.record
   })
 
   const insert = Effect.fnUntraced(function* (
@@ -111,11 +97,12 @@ export const makeRecords = (store: Store): Records["Type"] => {
       record: { type, id, tenant: { accountId: tenant.accountId, environment: tenant.environment }, revision: 1, data },
       uniques
     })
-    return yield* store.write<StoredRecord, UniqueViolation>((state) => {
-      if (lookup(state, tenant, type, id) !== undefined) return Either.left(new UniqueViolation({ name: "id" }))
-      const taken = takenKey(state, entry.record, entry.uniques)
+    return yield* store.modify<StoredRecord, UniqueViolation>(tenant, type, (bucket, globals) => {
+      if (lookup(bucket, id) !== undefined) return Either.left(new UniqueViolation({ name: "id" }))
+      const taken = takenKey(bucket, globals, entry.record, entry.uniques)
       if (taken !== undefined) return Either.left(new UniqueViolation({ name: taken.name }))
-      return Either.right([entry.record, put(state, entry)] as const)
+      moveGlobals(globals, type, undefined, entry)
+      return Either.right([entry.record, putEntry(bucket, entry, undefined, globalKeyOf(type))] as const)
     })
   })
 
@@ -128,8 +115,8 @@ export const makeRecords = (store: Store): Records["Type"] => {
   ) {
     const newData = frozenCopy(data)
     const newUniques = options?.uniques === undefined ? undefined : frozenCopy(options.uniques)
-    return yield* store.write<StoredRecord, RevisionConflict | UniqueViolation>((state) => {
-      const current = lookup(state, tenant, type, id)
+    return yield* store.modify<StoredRecord, RevisionConflict | UniqueViolation>(tenant, type, (bucket, globals) => {
+      const current = lookup(bucket, id)
       const expected = options?.expectedRevision
       if (current === undefined || (expected !== undefined && current.record.revision !== expected)) {
         return Either.left(new RevisionConflict({ current: current?.record.revision ?? null }))
@@ -138,21 +125,26 @@ export const makeRecords = (store: Store): Records["Type"] => {
         record: Object.freeze({ ...current.record, revision: current.record.revision + 1, data: newData }),
         uniques: newUniques ?? current.uniques
       })
-      const taken = takenKey(state, entry.record, entry.uniques)
+      const taken = takenKey(bucket, globals, entry.record, entry.uniques)
       if (taken !== undefined) return Either.left(new UniqueViolation({ name: taken.name }))
-      return Either.right([entry.record, put(drop(state, current), entry)] as const)
+      moveGlobals(globals, type, current, entry)
+      return Either.right([entry.record, putEntry(bucket, entry, current, globalKeyOf(type))] as const)
     })
   })
 
   const remove = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {
-    return yield* store.write((state) => {
-      const current = lookup(state, tenant, type, id)
-      return Either.right(current === undefined ? [false, state] as const : [true, drop(state, current)] as const)
+    return yield* store.modify<boolean, never>(tenant, type, (bucket, globals) => {
+      const current = lookup(bucket, id)
+      if (current === undefined) return Either.right([false, bucket] as const)
+      moveGlobals(globals, type, current, undefined)
+      return Either.right([true, dropEntry(bucket, current, globalKeyOf(type))] as const)
     })
   })
 
   const list = Effect.fnUntraced(function* (tenant: Tenant, type: string, query: ListQuery) {
-    return Query.list(recordsOf(yield* store.read, tenant, type), query)
+    const path = pathOf(query.where, query.sort)
+    const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
+    return bucket === undefined ? [] : page(bucket, query.where, query.sort, query.after, query.limit)
   })
 
   const count = Effect.fnUntraced(function* (
@@ -161,45 +153,62 @@ export const makeRecords = (store: Store): Records["Type"] => {
     where: ReadonlyArray<Where>,
     groupBy: ReadonlyArray<string>
   ) {
-    return Query.count(recordsOf(yield* store.read, tenant, type), where, groupBy)
+    const path = pathOf(where, byId)
+    const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
+    if (groupBy.length === 0) {
+      if (where.length === 0) return [{ key: [], count: size(bucket) }]
+      const counted = bucket === undefined ? 0 : countOf(bucket, where)
+      if (counted !== undefined) return [{ key: [], count: counted }]
+    }
+    const records = bucket === undefined
+      ? []
+      : Array.from(ordered(bucket, where, byId, undefined), (entry) => entry.record)
+    return Query.count(records, [], groupBy)
   })
 
+  // Housekeeping reads every tenant's committed buckets of one type, through the index of the
+  // condition, and locks nothing: a client never sees its result.
   const scan = Effect.fnUntraced(function* (type: string, where: ReadonlyArray<Where>, limit: number) {
-    const state = yield* store.read
+    const path = pathOf(where, byId)
+    const buckets = yield* store.bucketsOfType(type, path === undefined ? [] : [path])
     const found: Array<StoredRecord> = []
-    for (const bucket of HashMap.values(state.buckets)) {
-      if (bucket.type !== type) continue
-      for (const entry of HashMap.values(bucket.rows)) {
-        if (Query.matchesAll(entry.record, where)) found.push(entry.record)
-      }
-    }
+    for (const bucket of buckets) found.push(...page(bucket, where, byId, undefined, limit))
     return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, Math.max(0, limit))
   })
 
-  const purge = Effect.fnUntraced(function* (tenant: Tenant, keepTypes: ReadonlyArray<string>) {
-    return yield* store.write((state) =>
-      Either.right(
-        dropWhere(
-          state,
-          (bucket) =>
-            bucket.tenant.accountId === tenant.accountId &&
-            bucket.tenant.environment === tenant.environment &&
-            !keepTypes.includes(bucket.type)
-        )
-      )
+  // One transaction over the tenant's buckets: no other tenant is touched, or waits.
+  const purge = (tenant: Tenant, keepTypes: ReadonlyArray<string>) =>
+    store.transaction(
+      Effect.gen(function* () {
+        let removed = 0
+        for (const type of yield* store.typesOf(tenant)) {
+          if (keepTypes.includes(type)) continue
+          removed += yield* store.modify<number, never>(tenant, type, (bucket, globals) => {
+            for (const name of HashMap.keys(bucket.globals)) globals.free(name)
+            return Either.right([size(bucket), emptied(bucket)] as const)
+          })
+        }
+        return removed
+      })
     )
-  })
 
+  // Bucket by bucket, each in a write of its own (outside a transaction): the index on `field`
+  // gives the records to remove, oldest first, without reading the others.
   const prune = Effect.fnUntraced(function* (type: string, field: string, before: string) {
-    return yield* store.write((state) =>
-      Either.right(
-        dropWhere(state, (bucket, entry) => {
-          if (bucket.type !== type) return false
-          const value = Query.fieldOf(entry.record.data, field)
-          return typeof value === "string" && value < before
-        })
-      )
-    )
+    const path = specOf(undefined, { field, kind: "text" })
+    let removed = 0
+    for (const found of yield* store.bucketsOfType(type, [path])) {
+      removed += yield* store.modify<number, never>(found.tenant, type, (bucket, globals) => {
+        const old = Array.from(below(bucket, field, before))
+        let next = bucket
+        for (const entry of old) {
+          moveGlobals(globals, type, entry, undefined)
+          next = dropEntry(next, entry, globalKeyOf(type))
+        }
+        return Either.right([old.length, next] as const)
+      })
+    }
+    return removed
   })
 
   return Records.of({ get, findUnique, insert, update, remove, list, count, scan, purge, prune })

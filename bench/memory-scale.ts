@@ -1,0 +1,125 @@
+/**
+ * The in-memory store at a school's volume, through the store ports: BENCH_ROWS products
+ * (default 100,000) in one tenant and 20 other tenants of 1,000 each. Prints the median of
+ * BENCH_RUNS runs (default 7) of each read, and how long an unrelated tenant's insert (and an
+ * insert of the big tenant into another type) takes while a 300 ms unit of work runs.
+ *
+ *   node --import tsx bench/memory-scale.ts
+ *   BENCH_ROWS=1000000 node --import tsx bench/memory-scale.ts
+ *
+ * BENCH_MEMORY_MODULE names another build of the store to measure (a path to its `index.ts`),
+ * e.g. the previous one checked out elsewhere, for a before/after.
+ */
+import { type ListQuery, Records, type Tenant, UnitOfWork } from "@syllabus/core"
+import { Duration, Effect, Fiber, type Layer } from "effect"
+import { performance } from "node:perf_hooks"
+
+const rows = Number(process.env["BENCH_ROWS"] ?? 100_000)
+const runs = Number(process.env["BENCH_RUNS"] ?? 7)
+const modulePath = process.env["BENCH_MEMORY_MODULE"] ?? "../packages/memory/src/index.js"
+const { MemoryStore } = (await import(modulePath)) as { MemoryStore: Layer.Layer<Records | UnitOfWork> }
+
+const big: Tenant = { accountId: "acc_big", environment: "production" }
+const other = (i: number): Tenant => ({ accountId: `acc_${i}`, environment: "production" })
+const statuses = ["draft", "published", "archived"] as const
+
+const product = (i: number) => ({
+  object: "product",
+  id: `prod_${String(i).padStart(10, "0")}`,
+  name: `Product ${((i * 7_919) % rows).toString(36)}`,
+  status: statuses[i % 3]!,
+  position: i,
+  created_at: `2024-01-${String(1 + (i % 28)).padStart(2, "0")}T00:00:00Z`
+})
+
+const ms = (start: number) => performance.now() - start
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const fmt = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(0))
+
+const program = Effect.gen(function* () {
+  const records = yield* Records
+  const uow = yield* UnitOfWork
+  const load = (tenant: Tenant, n: number) =>
+    Effect.gen(function* () {
+      for (let from = 0; from < n; from += 10_000) {
+        yield* uow.transaction(
+          Effect.forEach(
+            Array.from({ length: Math.min(10_000, n - from) }, (_, k) => from + k),
+            (i) => records.insert(tenant, "product", product(i).id, product(i)),
+            { discard: true }
+          )
+        )
+      }
+    })
+  let start = performance.now()
+  yield* load(big, rows)
+  for (let t = 0; t < 20; t++) yield* load(other(t), 1_000)
+  console.log(`load: ${rows.toLocaleString("en")} + 20 × 1,000 records in ${fmt(ms(start) / 1000)} s`)
+
+  const middle = product(Math.floor(rows / 2))
+  const byName = { field: "name", kind: "text", direction: "asc" } as const
+  const lists: ReadonlyArray<readonly [string, ListQuery]> = [
+    ["first page, sort=name", { where: [], sort: byName, limit: 51 }],
+    ["deep page, sort=name (after the middle)", { where: [], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
+    ["deep page, sort=-name", { where: [], sort: { ...byName, direction: "desc" }, after: { value: middle.name, id: middle.id }, limit: 51 }],
+    ["first page, by id", { where: [], sort: { field: "id", kind: "text", direction: "asc" }, limit: 51 }],
+    ["status=published, sort=name, deep", { where: [{ field: "status", op: "eq", value: "published" }], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
+    ["q=product (contains, every record matches)", { where: [{ field: "name", op: "contains", value: "product" }], sort: byName, limit: 51 }]
+  ]
+  for (const [label, query] of lists) {
+    start = performance.now()
+    yield* records.list(big, "product", query)
+    const first = ms(start)
+    const times: Array<number> = []
+    for (let r = 0; r < runs; r++) {
+      start = performance.now()
+      yield* records.list(big, "product", query)
+      times.push(ms(start))
+    }
+    console.log(`${label}: ${fmt(median(times))} ms (first call ${fmt(first)} ms)`)
+  }
+  const counts: Array<number> = []
+  for (let r = 0; r < runs; r++) {
+    start = performance.now()
+    yield* records.count(big, "product", [{ field: "status", op: "eq", value: "published" }], [])
+    counts.push(ms(start))
+  }
+  console.log(`count status=published: ${fmt(median(counts))} ms`)
+  const scans: Array<number> = []
+  for (let r = 0; r < runs; r++) {
+    start = performance.now()
+    yield* records.scan("product", [{ field: "status", op: "eq", value: "archived" }], 100)
+    scans.push(ms(start))
+  }
+  console.log(`scan product status=archived limit 100 (all tenants): ${fmt(median(scans))} ms`)
+
+  // A long unit of work of the big tenant; meanwhile, inserts elsewhere.
+  const waits = (tenant: Tenant, type: string) =>
+    Effect.gen(function* () {
+      const results: Array<number> = []
+      for (let r = 0; r < 3; r++) {
+        const long = yield* Effect.fork(
+          uow.transaction(
+            Effect.gen(function* () {
+              yield* records.update(big, "product", product(0).id, product(0))
+              yield* Effect.sleep(Duration.millis(300))
+            })
+          )
+        )
+        yield* Effect.sleep(Duration.millis(20))
+        start = performance.now()
+        yield* records.insert(tenant, type, `x_${type}_${r}_${Math.random()}`, { n: r })
+        results.push(ms(start))
+        yield* Fiber.join(long)
+      }
+      return median(results)
+    })
+  console.log(`another tenant's insert during a 300 ms unit of work: ${fmt(yield* waits(other(0), "product"))} ms`)
+  console.log(`the same tenant's request-log insert during it: ${fmt(yield* waits(big, "request"))} ms`)
+
+  start = performance.now()
+  const pruned = yield* records.prune("product", "created_at", "2024-01-02T00:00:00Z")
+  console.log(`prune product created_at < 2024-01-02 (${pruned.toLocaleString("en")} records, all tenants): ${fmt(ms(start))} ms`)
+})
+
+await Effect.runPromise(Effect.provide(program, MemoryStore))

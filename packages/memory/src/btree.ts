@@ -1,0 +1,271 @@
+/**
+ * A persistent (immutable, path-copying) B+tree: the ordered structure behind every index of
+ * the memory store. A change copies the O(log n) nodes on its path and shares the rest, so a
+ * snapshot of a bucket costs nothing and readers never see a half-made change.
+ *
+ * Keys are ordered by the tree's comparator. Seeks take a monotone predicate instead of a
+ * key ("is this key still before where I start?"), so callers can start after a keyset
+ * position, at the first key of an equality prefix, or anywhere else an order allows.
+ */
+
+/** Nodes visited and keys yielded by seeks and iterations: a test's window on the work a read does. */
+export const instrumentation = { visited: 0 }
+
+const MAX = 64
+const MIN = 16
+
+export type Compare<K> = (a: K, b: K) => number
+
+interface Leaf<K, V> {
+  readonly leaf: true
+  readonly keys: ReadonlyArray<K>
+  readonly values: ReadonlyArray<V>
+  readonly size: number
+}
+
+interface Branch<K, V> {
+  readonly leaf: false
+  /** The largest key of each child. */
+  readonly keys: ReadonlyArray<K>
+  readonly children: ReadonlyArray<Node<K, V>>
+  readonly size: number
+}
+
+type Node<K, V> = Leaf<K, V> | Branch<K, V>
+
+export interface Tree<K, V> {
+  readonly compare: Compare<K>
+  readonly root: Node<K, V>
+}
+
+const leaf = <K, V>(keys: ReadonlyArray<K>, values: ReadonlyArray<V>): Leaf<K, V> => ({
+  leaf: true,
+  keys,
+  values,
+  size: keys.length
+})
+
+const branch = <K, V>(children: ReadonlyArray<Node<K, V>>): Branch<K, V> => {
+  let size = 0
+  const keys: Array<K> = new Array(children.length)
+  for (let i = 0; i < children.length; i++) {
+    const child = children[i]!
+    size += child.size
+    keys[i] = child.keys[child.keys.length - 1]!
+  }
+  return { leaf: false, keys, children, size }
+}
+
+export const empty = <K, V>(compare: Compare<K>): Tree<K, V> => ({ compare, root: leaf([], []) })
+
+export const size = <K, V>(tree: Tree<K, V>): number => tree.root.size
+
+/** First index in `keys` whose key is not below `key` (`keys.length` if none). */
+const lowerBound = <K>(keys: ReadonlyArray<K>, key: K, compare: Compare<K>): number => {
+  let lo = 0
+  let hi = keys.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (compare(keys[mid]!, key) < 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** First index whose key is not `before` (`before` holds for a prefix of `keys`). */
+const firstNot = <K>(keys: ReadonlyArray<K>, before: (key: K) => boolean): number => {
+  let lo = 0
+  let hi = keys.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (before(keys[mid]!)) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+export const get = <K, V>(tree: Tree<K, V>, key: K): V | undefined => {
+  let node = tree.root
+  while (!node.leaf) {
+    const i = lowerBound(node.keys, key, tree.compare)
+    if (i === node.keys.length) return undefined
+    node = node.children[i]!
+  }
+  const i = lowerBound(node.keys, key, tree.compare)
+  return i < node.keys.length && tree.compare(node.keys[i]!, key) === 0 ? node.values[i] : undefined
+}
+
+const splice = <A>(items: ReadonlyArray<A>, at: number, remove: number, ...add: ReadonlyArray<A>): Array<A> => {
+  const out = items.slice()
+  out.splice(at, remove, ...add)
+  return out
+}
+
+/** The node(s) replacing `node` after setting `key`. */
+const setIn = <K, V>(node: Node<K, V>, key: K, value: V, compare: Compare<K>): ReadonlyArray<Node<K, V>> => {
+  if (node.leaf) {
+    const i = lowerBound(node.keys, key, compare)
+    const replace = i < node.keys.length && compare(node.keys[i]!, key) === 0
+    const keys = splice(node.keys, i, replace ? 1 : 0, key)
+    const values = splice(node.values, i, replace ? 1 : 0, value)
+    if (keys.length <= MAX) return [leaf(keys, values)]
+    const half = keys.length >>> 1
+    return [leaf(keys.slice(0, half), values.slice(0, half)), leaf(keys.slice(half), values.slice(half))]
+  }
+  const i = Math.min(lowerBound(node.keys, key, compare), node.children.length - 1)
+  const children = splice(node.children, i, 1, ...setIn(node.children[i]!, key, value, compare))
+  if (children.length <= MAX) return [branch(children)]
+  const half = children.length >>> 1
+  return [branch(children.slice(0, half)), branch(children.slice(half))]
+}
+
+export const set = <K, V>(tree: Tree<K, V>, key: K, value: V): Tree<K, V> => {
+  const nodes = setIn(tree.root, key, value, tree.compare)
+  return { compare: tree.compare, root: nodes.length === 1 ? nodes[0]! : branch(nodes) }
+}
+
+/** `node` without `key` (`undefined` when it is left empty); the same node when `key` is absent. */
+const removeIn = <K, V>(node: Node<K, V>, key: K, compare: Compare<K>): Node<K, V> | undefined => {
+  const i = lowerBound(node.keys, key, compare)
+  if (node.leaf) {
+    if (i === node.keys.length || compare(node.keys[i]!, key) !== 0) return node
+    return node.keys.length === 1 ? undefined : leaf(splice(node.keys, i, 1), splice(node.values, i, 1))
+  }
+  if (i === node.children.length) return node
+  const child = node.children[i]!
+  const next = removeIn(child, key, compare)
+  if (next === child) return node
+  if (next === undefined) return node.children.length === 1 ? undefined : branch(splice(node.children, i, 1))
+  // Keep nodes from thinning out: a small child merges with a neighbour when both fit in one.
+  if (next.keys.length < MIN && node.children.length > 1) {
+    const j = i > 0 ? i - 1 : i + 1
+    const [a, b] = j < i ? [node.children[j]!, next] : [next, node.children[j]!]
+    if (a.keys.length + b.keys.length <= MAX) {
+      const merged: Node<K, V> = a.leaf && b.leaf
+        ? leaf([...a.keys, ...b.keys], [...a.values, ...b.values])
+        : branch([...(a as Branch<K, V>).children, ...(b as Branch<K, V>).children])
+      return branch(splice(node.children, Math.min(i, j), 2, merged))
+    }
+  }
+  return branch(splice(node.children, i, 1, next))
+}
+
+export const remove = <K, V>(tree: Tree<K, V>, key: K): Tree<K, V> => {
+  let root = removeIn(tree.root, key, tree.compare)
+  if (root === tree.root) return tree
+  while (root !== undefined && !root.leaf && root.children.length === 1) root = root.children[0]!
+  return { compare: tree.compare, root: root ?? leaf([], []) }
+}
+
+/** A tree of `entries` already sorted by key, without duplicates: O(n). */
+export const fromSorted = <K, V>(compare: Compare<K>, entries: ReadonlyArray<readonly [K, V]>): Tree<K, V> => {
+  if (entries.length === 0) return empty(compare)
+  const fill = (MAX * 3) >>> 2
+  let level: Array<Node<K, V>> = []
+  for (let i = 0; i < entries.length; i += fill) {
+    const chunk = entries.slice(i, i + fill)
+    level.push(leaf(chunk.map((e) => e[0]), chunk.map((e) => e[1])))
+  }
+  while (level.length > 1) {
+    const up: Array<Node<K, V>> = []
+    for (let i = 0; i < level.length; i += fill) up.push(branch(level.slice(i, i + fill)))
+    level = up
+  }
+  return { compare, root: level[0]! }
+}
+
+/**
+ * Keys and values in ascending order, from the first key for which `before` is false
+ * (`before` must hold for a prefix of the order; omitted: from the start).
+ */
+export function* ascending<K, V>(tree: Tree<K, V>, before?: (key: K) => boolean): Generator<readonly [K, V]> {
+  const stack: Array<{ node: Branch<K, V>; at: number }> = []
+  let node = tree.root
+  instrumentation.visited++
+  while (!node.leaf) {
+    const at = before === undefined ? 0 : firstNot(node.keys, before)
+    if (at === node.children.length) return
+    stack.push({ node, at })
+    node = node.children[at]!
+    instrumentation.visited++
+  }
+  let current: Leaf<K, V> = node
+  let at = before === undefined ? 0 : firstNot(current.keys, before)
+  for (;;) {
+    while (at < current.keys.length) {
+      instrumentation.visited++
+      yield [current.keys[at]!, current.values[at]!]
+      at++
+    }
+    // Up to the first ancestor with a next child, then down its leftmost path.
+    let frame = stack.pop()
+    while (frame !== undefined && frame.at + 1 >= frame.node.children.length) frame = stack.pop()
+    if (frame === undefined) return
+    frame.at++
+    stack.push(frame)
+    let next = frame.node.children[frame.at]!
+    instrumentation.visited++
+    while (!next.leaf) {
+      stack.push({ node: next, at: 0 })
+      next = next.children[0]!
+      instrumentation.visited++
+    }
+    current = next
+    at = 0
+  }
+}
+
+/**
+ * Keys and values in descending order, from the last key for which `after` is false
+ * (`after` must hold for a suffix of the order; omitted: from the end).
+ */
+export function* descending<K, V>(tree: Tree<K, V>, after?: (key: K) => boolean): Generator<readonly [K, V]> {
+  const stack: Array<{ node: Branch<K, V>; at: number }> = []
+  let node = tree.root
+  instrumentation.visited++
+  while (!node.leaf) {
+    // The last key not `after` is in the first child whose largest key is `after`, or before it.
+    const at = after === undefined ? node.children.length - 1 : Math.min(firstNot(node.keys, (k) => !after(k)), node.children.length - 1)
+    stack.push({ node, at })
+    node = node.children[at]!
+    instrumentation.visited++
+  }
+  let current: Leaf<K, V> = node
+  let at = (after === undefined ? current.keys.length : firstNot(current.keys, (k) => !after(k))) - 1
+  for (;;) {
+    while (at >= 0) {
+      instrumentation.visited++
+      yield [current.keys[at]!, current.values[at]!]
+      at--
+    }
+    let frame = stack.pop()
+    while (frame !== undefined && frame.at === 0) frame = stack.pop()
+    if (frame === undefined) return
+    frame.at--
+    stack.push(frame)
+    let next = frame.node.children[frame.at]!
+    instrumentation.visited++
+    while (!next.leaf) {
+      stack.push({ node: next, at: next.children.length - 1 })
+      next = next.children[next.children.length - 1]!
+      instrumentation.visited++
+    }
+    current = next
+    at = current.keys.length - 1
+  }
+}
+
+/** How many keys `before` holds for (a prefix of the order): O(log n), from the subtree sizes. */
+export const countBefore = <K, V>(tree: Tree<K, V>, before: (key: K) => boolean): number => {
+  let node = tree.root
+  let count = 0
+  instrumentation.visited++
+  while (!node.leaf) {
+    const at = firstNot(node.keys, before)
+    for (let i = 0; i < at; i++) count += node.children[i]!.size
+    if (at === node.children.length) return count
+    node = node.children[at]!
+    instrumentation.visited++
+  }
+  return count + firstNot(node.keys, before)
+}
