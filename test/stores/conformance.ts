@@ -1106,4 +1106,75 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
         }))
     })
+
+    describe("Idempotency: prune (retention)", () => {
+      const taken = (claim: IdempotencyClaim) => claim._tag === "Claimed"
+
+      it.effect("prune removes receipts expired at `now`, in every tenant, at most `limit` per call; live ones stay", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const [one, two] = [newTenant(), newTenant("production")]
+          yield* idempotency.claim(one, "done", claimAttempt("tok_1", { now: 1_000, expiresAt: 5_000 }))
+          yield* idempotency.complete(one, "done", "tok_1", { status: 201, headers: {}, body: { id: "crs_1" } })
+          yield* idempotency.claim(one, "held", claimAttempt("tok_2", { now: 1_000, expiresAt: 8_000 }))
+          yield* idempotency.claim(two, "done", claimAttempt("tok_3", { now: 1_000, expiresAt: 10_000 }))
+          yield* idempotency.claim(one, "live", claimAttempt("tok_4", { now: 1_000, expiresAt: 10_001 }))
+
+          expect(yield* idempotency.prune(10_000, 0)).toBe(0)
+          // Other tests' expired receipts may go too: the store is shared, prune is not per tenant.
+          expect(yield* idempotency.prune(10_000, 1)).toBe(1)
+          let rounds = 0
+          for (;;) {
+            const removed = yield* idempotency.prune(10_000, 2)
+            expect(removed).toBeLessThanOrEqual(2)
+            rounds++
+            if (removed < 2) break
+          }
+          expect(rounds).toBeGreaterThanOrEqual(1)
+          expect(yield* idempotency.prune(10_000, 100)).toBe(0)
+
+          // Gone: claimed afresh even at a time their receipts were still live.
+          expect(taken(yield* idempotency.claim(one, "done", claimAttempt("tok_5", { now: 2_000 })))).toBe(true)
+          expect(taken(yield* idempotency.claim(one, "held", claimAttempt("tok_6", { now: 2_000 })))).toBe(true)
+          expect(taken(yield* idempotency.claim(two, "done", claimAttempt("tok_7", { now: 2_000 })))).toBe(true)
+          // Kept: expires after `now`.
+          const live = yield* idempotency.claim(one, "live", claimAttempt("tok_8", { now: 2_000 }))
+          expect(live._tag === "Existing" ? live.receipt.expiresAt : undefined).toBe(10_001)
+        }))
+
+      it.effect("a key claimed anew after it expired keeps its new receipt", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1", { now: 1_000, expiresAt: 5_000 }))
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2", { now: 6_000, expiresAt: 50_000 }))
+          while ((yield* idempotency.prune(10_000, 100)) === 100) {
+            // drain what other tests left expired
+          }
+          const kept = yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_3", { now: 7_000 }))
+          expect(kept._tag === "Existing" ? kept.receipt.expiresAt : undefined).toBe(50_000)
+        }))
+
+      it.effect("sweeps running at once remove every expired receipt once, without failing", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          const keys = Array.from({ length: 30 }, (_, i) => `key-${i}`)
+          for (const key of keys) yield* idempotency.claim(tenant, key, claimAttempt(`tok_${key}`, { now: 1_000, expiresAt: 3_000 }))
+          const sweep = Effect.gen(function* () {
+            let total = 0
+            for (;;) {
+              const removed = yield* idempotency.prune(10_000, 5)
+              total += removed
+              if (removed === 0) return total
+            }
+          })
+          const totals = yield* Effect.all([sweep, sweep, sweep, sweep], { concurrency: "unbounded" })
+          expect(totals.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(keys.length)
+          expect(yield* idempotency.prune(10_000, 100)).toBe(0)
+          for (const key of keys) {
+            expect(taken(yield* idempotency.claim(tenant, key, claimAttempt(`tok_again_${key}`, { now: 2_000 })))).toBe(true)
+          }
+        }))
+    })
   })

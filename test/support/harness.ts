@@ -95,7 +95,8 @@ const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<Fau
         Context.add(Idempotency, {
           claim: guard("idempotency")(idempotency.claim),
           complete: guard("idempotency")(idempotency.complete),
-          release: guard("idempotency")(idempotency.release)
+          release: guard("idempotency")(idempotency.release),
+          prune: guard("idempotency")(idempotency.prune)
         }),
         Context.add(RateLimitStore, { hit: guard("rate_limits")(rateLimits.hit) })
       )
@@ -166,6 +167,11 @@ export interface Harness {
   patchRecord(tenant: { accountId: string; environment: "production" | "sandbox" }, type: string, id: string, fields: Record<string, unknown>): Promise<void>
   /** Run the housekeeping the server does on its own schedule (expiry sweeps, retention). */
   housekeeping(): Promise<void>
+  /**
+   * Operator: the data of a record as the store holds it (`undefined` when it is not stored),
+   * whatever reads show; e.g. to see that retention removed what reads already hide.
+   */
+  storedRecord(tenant: { accountId: string; environment: "production" | "sandbox" }, type: string, id: string): Promise<Record<string, any> | undefined>
   /** The directory of the local file storage (PostgreSQL runs); the memory runs keep files in memory. */
   readonly storageDirectory: string | undefined
   fail(port: FaultyPort, failing?: boolean): void
@@ -288,6 +294,8 @@ export const startHarness = async (
     housekeeping: async () => {
       await run(Effect.zip(sweepExpiredUploads(), pruneRetained()))
     },
+    storedRecord: (tenant, type, id) =>
+      run(Effect.flatMap(Records, (records) => records.get(tenant, type, id)).pipe(Effect.map((record) => record?.data))),
     storageDirectory,
     fail: (port, on = true) => {
       if (on) failing.add(port)

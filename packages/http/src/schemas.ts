@@ -261,7 +261,10 @@ export const OperationSchema = Schema.Struct({
   created_at: Timestamp,
   started_at: NullableTimestamp,
   finished_at: NullableTimestamp,
-  expires_at: Timestamp
+  expires_at: Timestamp.annotations({
+    description:
+      "30 days after creation (§8.3), whatever the status: afterwards the operation and its items are gone (404, absent from the list)."
+  })
 }).annotations({ identifier: "Operation" })
 
 export const OperationItemSchema = Schema.Struct({

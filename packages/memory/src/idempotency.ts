@@ -66,5 +66,32 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
     })
   })
 
-  return Idempotency.of({ claim, complete, release })
+  // Retention: find the expired receipts on a snapshot, outside the writers' turn, then
+  // remove at most `limit` of them in one short write that checks each is still expired (a
+  // claim may have taken the key over meanwhile). No receipt index by expiry here: the
+  // search reads receipts until it has a batch, without holding up any writer.
+  const prune = Effect.fnUntraced(function* (now: number, limit: number) {
+    const max = Math.max(0, Math.floor(limit))
+    if (max === 0) return 0
+    const snapshot = yield* store.read
+    const batch: Array<string> = []
+    for (const [id, held] of snapshot.receipts) {
+      if (held.receipt.expiresAt <= now) batch.push(id)
+      if (batch.length >= max) break
+    }
+    if (batch.length === 0) return 0
+    return yield* store.write<number, never>((state) => {
+      let receipts = state.receipts
+      let removed = 0
+      for (const id of batch) {
+        const current = Option.getOrUndefined(HashMap.get(receipts, id))
+        if (current === undefined || current.receipt.expiresAt > now) continue
+        receipts = HashMap.remove(receipts, id)
+        removed++
+      }
+      return Either.right([removed, removed === 0 ? state : { ...state, receipts }] as const)
+    })
+  })
+
+  return Idempotency.of({ claim, complete, release, prune })
 }

@@ -79,5 +79,28 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
     yield* unavailable(sql`DELETE FROM idempotency_receipts WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
   })
 
-  return { claim, complete, release }
+  // Retention: one statement per batch, oldest first over `idempotency_receipts_expires_at`.
+  // Rows another sweep or a claim holds are skipped (SKIP LOCKED), never waited for; the
+  // delete checks the expiry again, so a key taken over meanwhile keeps its new receipt.
+  const prune = Effect.fnUntraced(function*(now: number, limit: number) {
+    const max = Math.max(0, Math.floor(limit))
+    if (max === 0) return 0
+    const rows = yield* unavailable(sql<{ readonly count: number | string }>`
+      WITH due AS (
+        SELECT account_id, environment, key FROM idempotency_receipts
+        WHERE expires_at <= ${now}
+        ORDER BY expires_at
+        LIMIT ${max}
+        FOR UPDATE SKIP LOCKED
+      ), removed AS (
+        DELETE FROM idempotency_receipts r USING due
+        WHERE r.account_id = due.account_id AND r.environment = due.environment AND r.key = due.key
+          AND r.expires_at <= ${now}
+        RETURNING 1
+      )
+      SELECT count(*) AS count FROM removed`)
+    return toNumber(rows[0]?.count ?? 0)
+  })
+
+  return { claim, complete, release, prune }
 }

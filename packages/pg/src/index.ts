@@ -4,6 +4,8 @@
  * - `PgStore`: the ports on a `SqlClient` whose schema is migrated
  * - `migrate` / `PgMigrations`: the schema, safe to apply from several processes at once
  * - `pgLayer(url)`: client, migrations and stores, ready to use
+ * - `accessPathIndexes` / `syncAccessPathIndexes`: the indexes of the access paths (run by `migrate`)
+ * - `listStatement`, `scanStatement`, `pruneStatement`: the SQL `Records` runs, for `EXPLAIN`
  */
 import type * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -14,7 +16,15 @@ import type { Idempotency, RateLimitStore, Records, UnitOfWork } from "@syllabus
 import { migrate } from "./migrations.js"
 import { PgStore } from "./store.js"
 
+export {
+  accessPathIndexes,
+  type AccessPathIndex,
+  accessPathStatistics,
+  accessPathIndexPrefix,
+  syncAccessPathIndexes
+} from "./access-paths.js"
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
+export { listStatement, pruneStatement, scanStatement } from "./records.js"
 export { PgStore } from "./store.js"
 
 /**

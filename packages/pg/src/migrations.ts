@@ -7,6 +7,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { syncAccessPathIndexes } from "./access-paths.js"
 
 const initial = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -71,9 +72,22 @@ const initial = Effect.gen(function*() {
   yield* sql`CREATE INDEX rate_limit_windows_end ON rate_limit_windows ((window_start + 2 * window_ms))`
 })
 
+/**
+ * What the access-path indexes need (`access-paths.ts`): trigram indexes for `contains`, and
+ * the btree operator classes of GIN for the tenant columns beside them. Both are trusted
+ * extensions: the database's owner may create them. The indexes themselves are not
+ * migrations: they follow the resource descriptions, at every start.
+ */
+const accessPathExtensions = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`
+  yield* sql`CREATE EXTENSION IF NOT EXISTS btree_gin`
+})
+
 /** The migrations of `@syllabus/pg`, for `Migrator.fromRecord`. */
 export const PgMigrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
-  "1_initial": initial
+  "1_initial": initial,
+  "2_access_path_extensions": accessPathExtensions
 }
 
 /** The table the Migrator records applied migrations in. */
@@ -85,10 +99,11 @@ const migrationLockKey = 7_305_512_001
 const runMigrator = Migrator.make({})
 
 /**
- * Apply the pending migrations. Several processes may start at once on one database: the
- * Migrator's own bootstrap (create its table if missing) is not safe against that, so the
- * whole run holds a session-level advisory lock on a reserved connection. The Migrator runs
- * on other connections of the pool, which therefore needs at least two.
+ * Apply the pending migrations, then bring the access-path indexes in step with the resource
+ * descriptions (`syncAccessPathIndexes`). Several processes may start at once on one
+ * database: the Migrator's own bootstrap (create its table if missing) is not safe against
+ * that, so the whole run holds a session-level advisory lock on a reserved connection. The
+ * Migrator runs on other connections of the pool, which therefore needs at least two.
  */
 export const migrate: Effect.Effect<
   ReadonlyArray<readonly [id: number, name: string]>,
@@ -101,5 +116,7 @@ export const migrate: Effect.Effect<
     lockConnection.executeUnprepared("SELECT pg_advisory_lock($1)", [migrationLockKey], undefined),
     () => Effect.ignore(lockConnection.executeUnprepared("SELECT pg_advisory_unlock($1)", [migrationLockKey], undefined))
   )
-  return yield* runMigrator({ loader: Migrator.fromRecord(PgMigrations), table: migrationsTable })
+  const applied = yield* runMigrator({ loader: Migrator.fromRecord(PgMigrations), table: migrationsTable })
+  yield* syncAccessPathIndexes()
+  return applied
 }).pipe(Effect.scoped, Effect.withSpan("PgMigrations.migrate"))

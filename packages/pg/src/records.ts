@@ -1,9 +1,11 @@
 /**
  * `Records` on PostgreSQL: one row per record in `records` (data as jsonb), its named unique
- * keys in `record_keys`. Field names come from code but are still validated, and passed,
- * like every value, as statement parameters.
+ * keys in `record_keys`. Field names and record types come from code; they are validated and
+ * written into the statements as literals (`expressions.ts`), so that each condition and sort
+ * is the expression of an access-path index (`access-paths.ts`). Values are parameters.
  */
-import type { Fragment } from "@effect/sql/Statement"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment, Statement } from "@effect/sql/Statement"
 import {
   type GroupCount,
   type Json,
@@ -19,6 +21,7 @@ import {
   type Where
 } from "@syllabus/core"
 import { type Context, Effect } from "effect"
+import { isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
 import { type Pg, tenantOf, toNumber } from "./internal.js"
 
 interface RecordRow {
@@ -38,53 +41,44 @@ const toRecord = (row: RecordRow): StoredRecord => ({
   data: row.data
 })
 
-const fieldPattern = /^[a-z_][a-z0-9_]*$/
-
 /** A field name that does not look like one is a bug of the caller, not a store failure. */
 const checkFields = (fields: ReadonlyArray<string>): Effect.Effect<void> => {
-  const bad = fields.find((field) => !fieldPattern.test(field))
+  const bad = fields.find((field) => !isSqlName(field))
   return bad === undefined ? Effect.void : Effect.dieMessage(`Records: invalid field name ${JSON.stringify(bad)}`)
 }
 
-const keyId = (key: UniqueKey): string => JSON.stringify([key.global === true, key.name, key.value])
+/** `contains` as a LIKE pattern's inside: `%`, `_` and the escape `\` stand for themselves. */
+const likeEscaped = (value: string): string => value.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /**
- * The keys to insert: the same key given twice is one key, and every writer takes them in
- * the same order, so that two concurrent writers of overlapping keys cannot deadlock.
+ * The statements of `Records` that read by access path, for `list`, `scan` and `prune`, and for
+ * whoever checks their plans (the access-path test runs `EXPLAIN` on `list`). Field names must
+ * have been checked (`isSqlName`) before.
  */
-const insertOrder = (keys: ReadonlyArray<UniqueKey>): ReadonlyArray<UniqueKey> =>
-  [...new Map(keys.map((key) => [keyId(key), key])).values()].sort((a, b) =>
-    keyId(a) < keyId(b) ? -1 : keyId(a) > keyId(b) ? 1 : 0
-  )
-
-export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
+export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
   const columns = sql.literal("account_id, environment, type, id, revision, data")
-
-  const recordKey = (tenant: Tenant, type: string, id: string) =>
-    sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND type = ${type} AND id = ${id}`
 
   // --- conditions on data fields ------------------------------------------------------------
 
-  const json = (field: string) => sql`(data -> ${field}::text)`
-  /** The field as a number, NULL when it is not a JSON number (CASE: AND does not guard a cast). */
-  const numeric = (field: string) =>
-    sql`(CASE WHEN jsonb_typeof(data -> ${field}::text) = 'number' THEN (data ->> ${field}::text)::numeric END)`
-  const string = (field: string) =>
-    sql`(CASE WHEN jsonb_typeof(data -> ${field}::text) = 'string' THEN data ->> ${field}::text END) COLLATE "C"`
+  const json = (field: string) => sql.literal(jsonExpr(field))
+  const numeric = (field: string) => sql.literal(numericExpr(field))
+  const string = (field: string) => sql.literal(stringExpr(field))
+  /** A type that is not a SQL name (no record of the contract) is a parameter: no index of ours has it. */
+  const ofType = (type: string) => isSqlName(type) ? sql.literal(typeCondition(type)) : sql`type = ${type}`
 
   const comparators = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const
 
   const condition = (where: Where): Fragment => {
     switch (where.op) {
       case "eq":
-        return where.value === null
-          ? sql`(COALESCE(${json(where.field)}, 'null'::jsonb) = 'null'::jsonb)`
-          : sql`(${json(where.field)} = ${JSON.stringify(where.value)}::jsonb)`
+        // A missing field is JSON null (the expression), so `null` matches missing and null.
+        return sql`(${json(where.field)} = ${JSON.stringify(where.value)}::jsonb)`
       case "in":
         return sql`(${json(where.field)} = ANY(${where.values.map((value) => JSON.stringify(value))}::jsonb[]))`
       case "contains":
-        // strpos on lower(): no LIKE pattern, so `%` and `_` in the value are plain characters.
-        return sql`(jsonb_typeof(${json(where.field)}) = 'string' AND strpos(lower(data ->> ${where.field}::text), lower(${where.value}::text)) > 0)`
+        // LIKE on lower() with the value's `%`, `_` and `\` escaped: a plain substring, as
+        // strpos would find it, in a form the trigram index answers.
+        return sql`(${sql.literal(searchExpr(where.field))} LIKE '%' || lower(${likeEscaped(where.value)}::text) || '%')`
       default: {
         const op = sql.literal(comparators[where.op])
         return typeof where.value === "number"
@@ -98,7 +92,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     sql.and([
       sql`account_id = ${tenant.accountId}`,
       sql`environment = ${tenant.environment}`,
-      sql`type = ${type}`,
+      ofType(type),
       ...where.map(condition)
     ])
 
@@ -135,6 +129,89 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       ? sql`(${value} > ${bound} OR (${value} = ${bound} AND id > ${after.id}))`
       : sql`(${value} < ${bound} OR (${value} = ${bound} AND id < ${after.id}) OR ${value} IS NULL)`
   }
+
+  /** The page `Records.list` reads. */
+  const list = (tenant: Tenant, type: string, query: ListQuery): Statement<RecordRow> => {
+    const conditions = [filter(tenant, type, query.where)]
+    if (query.after !== undefined) conditions.push(afterCondition(query.sort, query.after))
+    return sql<RecordRow>`
+      SELECT ${columns} FROM records
+      WHERE ${sql.and(conditions)}
+      ORDER BY ${orderBy(query.sort)}
+      LIMIT ${Math.max(0, Math.floor(query.limit))}`
+  }
+
+  /** Housekeeping across tenants: `Records.scan`. */
+  const scan = (type: string, where: ReadonlyArray<Where>, limit: number): Statement<RecordRow> =>
+    sql<RecordRow>`
+      SELECT ${columns} FROM records
+      WHERE ${sql.and([ofType(type), ...where.map(condition)])}
+      ORDER BY id COLLATE "C"
+      LIMIT ${Math.max(0, Math.floor(limit))}`
+
+  /** Retention across tenants: `Records.prune`. */
+  const prune = (type: string, field: string, before: string): Statement<{ readonly count: number }> =>
+    sql<{ readonly count: number }>`
+      WITH removed AS (
+        DELETE FROM records WHERE ${ofType(type)} AND ${string(field)} < ${before}::text
+        RETURNING 1
+      )
+      SELECT count(*) AS count FROM removed`
+
+  return { columns, json, filter, list, scan, prune }
+}
+
+/** The SQL `Records.scan` runs (after checking the field names): for `EXPLAIN`. */
+export const scanStatement = (
+  sql: SqlClient.SqlClient,
+  type: string,
+  where: ReadonlyArray<Where>,
+  limit: number
+): Effect.Effect<Statement<RecordRow>> =>
+  Effect.as(checkFields(where.map((w) => w.field)), makeRecordStatements(sql)).pipe(
+    Effect.map((statements) => statements.scan(type, where, limit))
+  )
+
+/** The SQL `Records.prune` runs (after checking the field name): for `EXPLAIN` (which does not delete). */
+export const pruneStatement = (
+  sql: SqlClient.SqlClient,
+  type: string,
+  field: string,
+  before: string
+): Effect.Effect<Statement<{ readonly count: number }>> =>
+  Effect.as(checkFields([field]), makeRecordStatements(sql)).pipe(
+    Effect.map((statements) => statements.prune(type, field, before))
+  )
+
+/** The SQL `Records.list` runs (after checking the field names): for `EXPLAIN` in tests and benchmarks. */
+export const listStatement = (
+  sql: SqlClient.SqlClient,
+  tenant: Tenant,
+  type: string,
+  query: ListQuery
+): Effect.Effect<Statement<RecordRow>> =>
+  Effect.as(
+    checkFields([...query.where.map((where) => where.field), query.sort.field]),
+    makeRecordStatements(sql)
+  ).pipe(Effect.map((statements) => statements.list(tenant, type, query)))
+
+const keyId = (key: UniqueKey): string => JSON.stringify([key.global === true, key.name, key.value])
+
+/**
+ * The keys to insert: the same key given twice is one key, and every writer takes them in
+ * the same order, so that two concurrent writers of overlapping keys cannot deadlock.
+ */
+const insertOrder = (keys: ReadonlyArray<UniqueKey>): ReadonlyArray<UniqueKey> =>
+  [...new Map(keys.map((key) => [keyId(key), key])).values()].sort((a, b) =>
+    keyId(a) < keyId(b) ? -1 : keyId(a) > keyId(b) ? 1 : 0
+  )
+
+export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
+  const statements = makeRecordStatements(sql)
+  const { columns, filter, json } = statements
+
+  const recordKey = (tenant: Tenant, type: string, id: string) =>
+    sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND type = ${type} AND id = ${id}`
 
   // --- unique keys ----------------------------------------------------------------------------
 
@@ -259,23 +336,13 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
 
   const list = Effect.fnUntraced(function*(tenant: Tenant, type: string, query: ListQuery) {
     yield* checkFields([...query.where.map((where) => where.field), query.sort.field])
-    const conditions = [filter(tenant, type, query.where)]
-    if (query.after !== undefined) conditions.push(afterCondition(query.sort, query.after))
-    const rows = yield* unavailable(sql<RecordRow>`
-      SELECT ${columns} FROM records
-      WHERE ${sql.and(conditions)}
-      ORDER BY ${orderBy(query.sort)}
-      LIMIT ${Math.max(0, Math.floor(query.limit))}`)
+    const rows = yield* unavailable(statements.list(tenant, type, query))
     return rows.map(toRecord)
   })
 
   const scan = Effect.fnUntraced(function*(type: string, where: ReadonlyArray<Where>, limit: number) {
     yield* checkFields(where.map((w) => w.field))
-    const rows = yield* unavailable(sql<RecordRow>`
-      SELECT ${columns} FROM records
-      WHERE ${sql.and([sql`type = ${type}`, ...where.map(condition)])}
-      ORDER BY id COLLATE "C"
-      LIMIT ${Math.max(0, Math.floor(limit))}`)
+    const rows = yield* unavailable(statements.scan(type, where, limit))
     return rows.map(toRecord)
   })
 
@@ -292,9 +359,8 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       )
       return [{ key: [], count: toNumber(rows[0]?.count ?? 0) }]
     }
-    // Missing and JSON null are one group. Grouped and ordered by position: the expressions
-    // carry parameters, which PostgreSQL cannot match between the select list and GROUP BY.
-    const keys = groupBy.map((field, i) => sql`COALESCE(${json(field)}, 'null'::jsonb) AS ${sql(`k${i}`)}`)
+    // Missing and JSON null are one group (`json`). Grouped and ordered by position.
+    const keys = groupBy.map((field, i) => sql`${json(field)} AS ${sql(`k${i}`)}`)
     const positions = sql.literal(groupBy.map((_, i) => String(i + 1)).join(", "))
     const rows = yield* unavailable(sql<Record<string, Json>>`
       SELECT ${sql.csv(keys)}, count(*) AS count
@@ -320,12 +386,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
 
   const prune = Effect.fnUntraced(function*(type: string, field: string, before: string) {
     yield* checkFields([field])
-    const rows = yield* unavailable(sql<{ readonly count: number }>`
-      WITH removed AS (
-        DELETE FROM records WHERE type = ${type} AND ${string(field)} < ${before}::text
-        RETURNING 1
-      )
-      SELECT count(*) AS count FROM removed`)
+    const rows = yield* unavailable(statements.prune(type, field, before))
     return toNumber(rows[0]?.count ?? 0)
   })
 

@@ -386,7 +386,12 @@ const changeCredential = <ChangeError extends ApiError>(
               ? [{ name: "previous_" + SECRET_HASH_KEY, value: next.previous_secret_hash, global: true }]
               : [])
           ]
-          const data = { ...next, expires_sort: expirySort(next.expires_at), updated_at: formatTimestamp(now) }
+          const data = {
+            ...next,
+            ...retainedPolicyVersions(next, now),
+            expires_sort: expirySort(next.expires_at),
+            updated_at: formatTimestamp(now)
+          }
           const saved = yield* records.update(caller.tenant, CREDENTIAL_TYPE, id, data, {
             expectedRevision: current.revision,
             uniques
@@ -539,6 +544,24 @@ export const deleteCredential = Effect.fn("Credentials.delete")(function* (id: s
 /** Previous policy versions are kept 365 days (§8.3); the active one always. */
 export const POLICY_VERSION_RETENTION_MS = 365 * 24 * 3600 * 1000
 
+/** A previous version is shown (and kept) while it is younger than 365 days; the active one always. */
+const isRetainedVersion = (version: { readonly version: number; readonly created_at: string }, active: number, now: number): boolean =>
+  version.version === active || Date.parse(version.created_at) >= now - POLICY_VERSION_RETENTION_MS
+
+/**
+ * Retention (§8.3): every write of a credential also drops the previous policy versions past
+ * their 365 days from the document (reads already hide them). A credential never written
+ * again keeps them stored, hidden.
+ */
+const retainedPolicyVersions = (data: JsonObject, now: number): { readonly policy_versions?: Json } => {
+  const versions = data.policy_versions
+  const active = (data.policy as { active_version?: number } | undefined)?.active_version
+  if (!Array.isArray(versions) || typeof active !== "number") return {}
+  const typed = versions as unknown as ReadonlyArray<{ version: number; created_at: string }>
+  const kept = typed.filter((v) => isRetainedVersion(v, active, now))
+  return kept.length === typed.length ? {} : { policy_versions: kept as unknown as Json }
+}
+
 /** `GET /credentials/{id}/policy-versions`: the policies the credential has had, newest first. */
 export const listPolicyVersions = Effect.fn("Credentials.listPolicyVersions")(function* (id: string) {
   const caller = yield* Caller
@@ -551,7 +574,7 @@ export const listPolicyVersions = Effect.fn("Credentials.listPolicyVersions")(fu
     created_at: string
   }>
   return versions
-    .filter((v) => v.version === active || Date.parse(v.created_at) >= now - POLICY_VERSION_RETENTION_MS)
+    .filter((v) => isRetainedVersion(v, active, now))
     .map((v) => ({
       object: "policy_version",
       credential_id: id,

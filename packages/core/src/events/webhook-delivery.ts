@@ -22,10 +22,21 @@
  * Sending is a port (`WebhookSender`): the HTTP implementation signs the request with the
  * Standard Webhooks scheme and checks the destination when it connects.
  */
-import { Clock, Context, Effect, Option, Random, Ref, Schedule } from "effect"
+import { Clock, Context, Effect, Option, Random, Schedule } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { apiError, type DetailItem, writeUnavailable, readUnavailable } from "../errors/errors.js"
-import { type Environment, type Json, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork, type Where } from "../ports/store.js"
+import {
+  type AccessPath,
+  type Environment,
+  housekeepingPath,
+  type Json,
+  type JsonObject,
+  Records,
+  type StoredRecord,
+  type Tenant,
+  UnitOfWork,
+  type Where
+} from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp, HOUR, MINUTE, parseTimestamp, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
@@ -437,11 +448,22 @@ const attemptDelivery = (candidate: StoredRecord, window: RateWindow) =>
 // ---------------------------------------------------------------------------------------
 // The worker
 
+/** The cross-tenant reads of `runWebhookDeliveries`, each an index of the store: a pass that finds nothing is a probe. */
+export const webhookDeliveryAccessPaths: ReadonlyArray<AccessPath> = [
+  housekeepingPath(EVENT_TYPE, ["webhook_fanout"], [{ field: "id", kind: "text" }]),
+  housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "due_at", kind: "number" }]),
+  housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "lease_until", kind: "number" }]),
+  housekeepingPath(WEBHOOK_TYPE, [], [{ field: "health_refresh_at", kind: "number" }]),
+  housekeepingPath(WEBHOOK_ATTEMPT_TYPE, [], [{ field: "created_at", kind: "text" }]),
+  housekeepingPath(WEBHOOK_DELIVERY_TYPE, [], [{ field: "created_at", kind: "text" }])
+]
+
 /**
- * One pass: fan out new events, send what is due (and what a dead worker left), recompute
- * health whose 24-hour window moved, and prune what is past retention.
+ * One pass: fan out new events, send what is due (and what a dead worker left), and recompute
+ * health whose 24-hour window moved. Deliveries and attempts past their 30 days leave the
+ * store with the rest of §8.3, in the housekeeping (`trail/retention.ts`).
  */
-export const runWebhookDeliveries = (window: RateWindow = new Map(), options: { readonly prune?: boolean } = {}) =>
+export const runWebhookDeliveries = (window: RateWindow = new Map()) =>
   Effect.gen(function* () {
     const records = yield* Records
     yield* fanOut(200)
@@ -470,26 +492,14 @@ export const runWebhookDeliveries = (window: RateWindow = new Map(), options: { 
     )
     const stale = yield* records.scan(WEBHOOK_TYPE, [{ field: "health_refresh_at", op: "lte", value: now }], 100)
     yield* Effect.forEach(stale, (w) => refreshHealth(w.tenant, w.id), { discard: true })
-    if (options.prune) {
-      const before = formatTimestamp(now - WEBHOOK_DELIVERY_RETENTION_MS)
-      yield* records.prune(WEBHOOK_ATTEMPT_TYPE, "created_at", before)
-      yield* records.prune(WEBHOOK_DELIVERY_TYPE, "created_at", before)
-    }
     return due.length + stalled.length
   })
 
-/** A worker loop for a server's lifetime: a pass every `interval`, retention once a minute. */
+/** A worker loop for a server's lifetime: a pass every `interval`. */
 export const webhookDeliveryWorker = (interval: "200 millis" | `${number} millis` = "200 millis") =>
   Effect.gen(function* () {
     const window: RateWindow = new Map()
-    const lastPrune = yield* Ref.make(0)
-    const pass = Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const prune = now - (yield* Ref.get(lastPrune)) >= MINUTE
-      if (prune) yield* Ref.set(lastPrune, now)
-      yield* runWebhookDeliveries(window, { prune })
-    })
-    yield* pass.pipe(
+    yield* runWebhookDeliveries(window).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery pass failed", cause)),
       Effect.repeat(Schedule.spaced(interval))
     )

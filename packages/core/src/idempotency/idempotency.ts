@@ -100,3 +100,27 @@ export const runIdempotent = <E, R>(
     )
     return { _tag: "Executed" as const, response }
   })
+
+/** Receipts removed per store step by the retention sweep, and steps per pass at most. */
+export const RECEIPT_PRUNE_BATCH = 500
+export const RECEIPT_PRUNE_MAX_BATCHES = 200
+
+/**
+ * Retention (§8.3): receipts leave the store once their 48 hours are over, in batches of
+ * `batch`, each a short step of its own; a pass stops after `maxBatches` (the rest waits for
+ * the next pass) or when a batch comes back short. Answers how many it removed.
+ */
+export const pruneExpiredReceipts = Effect.fn("Idempotency.pruneExpired")(function* (
+  batch: number = RECEIPT_PRUNE_BATCH,
+  maxBatches: number = RECEIPT_PRUNE_MAX_BATCHES
+) {
+  const store = yield* Idempotency
+  const now = yield* Clock.currentTimeMillis
+  let removed = 0
+  for (let round = 0; round < maxBatches; round++) {
+    const n = yield* store.prune(now, batch)
+    removed += n
+    if (n < batch) break
+  }
+  return removed
+})

@@ -12,7 +12,16 @@ import { type ApiError, apiError, writeUnavailable } from "../errors/errors.js"
 import { renderMessage } from "../errors/messages.js"
 import { emitEvent } from "../events/events.js"
 import type { Crypto } from "../ports/crypto.js"
-import { type Json, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
+import {
+  type AccessPath,
+  housekeepingPath,
+  type Json,
+  type JsonObject,
+  Records,
+  type StoredRecord,
+  type Tenant,
+  UnitOfWork
+} from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
@@ -60,6 +69,14 @@ export class OperationKinds extends Context.Tag("@syllabus/core/OperationKinds")
 }
 
 export const operationView = (record: StoredRecord): JsonObject => inOrder(record.data, operationFields)
+
+/**
+ * Retention (§8.3): an operation and its items are kept 30 days from creation (its
+ * `expires_at`), whatever its status; afterwards it reads as missing, and the housekeeping
+ * (`trail/retention.ts`) removes both from the store.
+ */
+const retainedSince = (now: number): string => formatTimestamp(now - OPERATION_RETENTION_MS)
+const isRetained = (record: StoredRecord, now: number): boolean => String(record.data.created_at) >= retainedSince(now)
 export const operationItemView = (record: StoredRecord): JsonObject => inOrder(record.data, operationItemFields)
 
 
@@ -127,12 +144,19 @@ export const startOperation = Effect.fn("Operations.start")(function* (
   return operationView(record)
 })
 
+/** The caller's operation, while it is retained (else 404, as if it never was). */
+const loadOperation = (id: string) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const now = yield* Clock.currentTimeMillis
+    const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(writeUnavailable))
+    if (!record || !isRetained(record, now)) return yield* Effect.fail(apiError("not_found"))
+    return record
+  })
+
 export const getOperation = Effect.fn("Operations.get")(function* (id: string) {
-  const caller = yield* Caller
-  const records = yield* Records
-  const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(writeUnavailable))
-  if (!record) return yield* Effect.fail(apiError("not_found"))
-  return operationView(record)
+  return operationView(yield* loadOperation(id))
 })
 
 export const listOperations = Effect.fn("Operations.list")(function* (query: {
@@ -142,10 +166,12 @@ export const listOperations = Effect.fn("Operations.list")(function* (query: {
   readonly type: string | undefined
 }) {
   const caller = yield* Caller
+  const now = yield* Clock.currentTimeMillis
   const { items, page } = yield* paginate({
     tenant: caller.tenant,
     type: OPERATION_TYPE,
     where: [
+      { field: "created_at", op: "gte", value: retainedSince(now) },
       ...(query.status ? [{ field: "status", op: "eq" as const, value: query.status }] : []),
       ...(query.type ? [{ field: "type", op: "eq" as const, value: query.type }] : [])
     ],
@@ -382,6 +408,12 @@ const finishOperation = (operation: StoredRecord, owner: string, caller: CallerI
     )
   })
 
+/** The cross-tenant reads of `runDueOperations`, each an index of the store. */
+export const operationsAccessPaths: ReadonlyArray<AccessPath> = [
+  housekeepingPath(OPERATION_TYPE, ["status"], [{ field: "id", kind: "text" }]),
+  housekeepingPath(OPERATION_TYPE, ["status"], [{ field: "lease_until", kind: "number" }])
+]
+
 /** One pass of a worker: claim and run what is due. Answers how many operations it ran. */
 export const runDueOperations = Effect.fn("Operations.runDue")(function* (batch = 10) {
   const records = yield* Records
@@ -416,14 +448,6 @@ export const operationsWorker = (interval = "250 millis" as const) =>
 // ---------------------------------------------------------------------------------------
 // Cancel and resume
 
-const loadOperation = (id: string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const record = yield* records.get(caller.tenant, OPERATION_TYPE, id).pipe(Effect.mapError(writeUnavailable))
-    if (!record) return yield* Effect.fail(apiError("not_found"))
-    return record
-  })
 
 const finishedStatuses = ["succeeded", "failed", "canceled"]
 

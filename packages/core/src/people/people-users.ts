@@ -116,6 +116,7 @@ export const users = defineResource({
     email: {
       schema: Schema.String,
       where: (value: never) => [{ field: "email", op: "eq", value: (value as string).toLowerCase() }],
+      on: { field: "email", match: "equals" },
       description: "Exact email, any case. Needs `users.read_personal`."
     }
   },

@@ -71,6 +71,34 @@ export interface ListQuery {
   readonly limit: number
 }
 
+/**
+ * A way records are read that a store must answer from an index, not by scanning: the records
+ * of `type` (in one tenant, or across tenants for housekeeping) selected by equality on the
+ * `equals` fields (`eq`/`in`), then ordered or bounded by `order` (a data field of a kind, or
+ * `id`). Derived from the resource descriptions (list filters and sorts) and declared beside
+ * the housekeeping reads (`scan`, `prune`); each store turns them into its own indexes.
+ */
+export type AccessPath =
+  | {
+    readonly kind: "ordered"
+    readonly type: string
+    readonly scope: "tenant" | "all"
+    readonly equals: ReadonlyArray<string>
+    readonly order: ReadonlyArray<{ readonly field: string; readonly kind: "text" | "number" }>
+  }
+  /** `contains` (case-insensitive) on a text field, within one tenant (`q`). */
+  | { readonly kind: "search"; readonly type: string; readonly scope: "tenant"; readonly field: string }
+
+/**
+ * The access path of a housekeeping read across tenants (`scan`, `prune`), declared beside the
+ * read: records of `type` equal on `equals`, bounded (or ordered) by `order`.
+ */
+export const housekeepingPath = (
+  type: string,
+  equals: ReadonlyArray<string>,
+  order: ReadonlyArray<{ readonly field: string; readonly kind: "text" | "number" }>
+): AccessPath => ({ kind: "ordered", type, scope: "all", equals, order })
+
 export interface GroupCount {
   readonly key: ReadonlyArray<Json>
   readonly count: number
@@ -198,6 +226,16 @@ export class Idempotency extends Context.Tag("@syllabus/core/Idempotency")<
     ) => Effect.Effect<void, StoreUnavailable>
     /** Give the key back after a failure: an error consumes no key. */
     readonly release: (tenant: Tenant, key: string, token: string) => Effect.Effect<void, StoreUnavailable>
+    /**
+     * Retention (§8.3, 48 hours): remove, across all tenants, at most `limit` receipts whose
+     * `expiresAt` is at or before `now` (epoch ms), in one short step of its own
+     * (never part of a unit of work). Answers how many it removed: fewer than `limit` means
+     * none is left, or the rest are busy elsewhere (another sweep, a claim) and wait for the
+     * next pass. A receipt already removed, or taken over by a new claim, is left alone, so
+     * any number of processes may sweep at once. `claim` already ignores an expired receipt;
+     * this frees its storage.
+     */
+    readonly prune: (now: number, limit: number) => Effect.Effect<number, StoreUnavailable>
   }
 >() {}
 

@@ -45,6 +45,11 @@ export interface WriteContext {
 export interface FilterDefinition {
   readonly schema: Schema.Schema.AnyNoContext
   readonly where: (value: never) => ReadonlyArray<Where>
+  /**
+   * The data field the conditions of `where` test, and how: `equals` (`eq`/`in`) or a range
+   * in `text` or `number` order. An access path: each store keeps an index for it.
+   */
+  readonly on: { readonly field: string; readonly match: "equals" | "text" | "number" }
   readonly description?: string
 }
 
@@ -209,6 +214,9 @@ export const requireParent = (
     yield* requireParent(parent.parent, ids)
   })
 
+/** The field stored beside the representation that `q` searches: the `search` fields, one a line. */
+export const SEARCH_FIELD = "search_text"
+
 const searchText = (definition: ResourceDefinition, data: JsonObject): string | null =>
   definition.search ? definition.search.map((f) => (typeof data[f] === "string" ? data[f] : "")).join("\n") : null
 
@@ -223,7 +231,7 @@ const uniqueKeys = (definition: ResourceDefinition, data: JsonObject): ReadonlyA
 /** Fields stored beside the representation, for the store's filters. */
 const withIndexes = (definition: ResourceDefinition, data: JsonObject): JsonObject => {
   const text = searchText(definition, data)
-  return text === null ? data : { ...data, search_text: text }
+  return text === null ? data : { ...data, [SEARCH_FIELD]: text }
 }
 
 const verbOf = {
@@ -280,7 +288,7 @@ export const listResources = (definition: ResourceDefinition, input: ListInput) 
       const filter = definition.filters?.[name]
       if (filter && value !== undefined) where.push(...filter.where(value as never))
     }
-    if (input.q !== undefined && input.q !== "" && definition.search) where.push({ field: "search_text", op: "contains", value: input.q })
+    if (input.q !== undefined && input.q !== "" && definition.search) where.push({ field: SEARCH_FIELD, op: "contains", value: input.q })
     if (input.visible !== "all") where.push({ field: "id", op: "in", values: [...input.visible] })
     const { items, page } = yield* paginate({
       tenant: caller.tenant,
@@ -441,6 +449,7 @@ export const deleteResource = (definition: ResourceDefinition, parentIds: Readon
 export const equalsFilter = (field: string, schema: Schema.Schema.AnyNoContext, description?: string): FilterDefinition => ({
   schema,
   where: (value: never) => [{ field, op: "eq", value: value as unknown as string }],
+  on: { field, match: "equals" },
   ...(description ? { description } : {})
 })
 
@@ -448,10 +457,12 @@ export const equalsFilter = (field: string, schema: Schema.Schema.AnyNoContext, 
 export const createdRangeFilters = (timestamp: Schema.Schema.AnyNoContext, parse: (text: string) => Option.Option<number>) => ({
   created_after: {
     schema: timestamp,
+    on: { field: "created_at", match: "text" as const },
     where: (value: never) => [{ field: "created_at", op: "gte" as const, value: formatTimestamp(Option.getOrThrow(parse(value as string))) }]
   },
   created_before: {
     schema: timestamp,
+    on: { field: "created_at", match: "text" as const },
     where: (value: never) => [{ field: "created_at", op: "lt" as const, value: formatTimestamp(Option.getOrThrow(parse(value as string))) }]
   }
 })

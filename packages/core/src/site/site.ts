@@ -421,6 +421,7 @@ export const navigation: ResourceDefinition = defineResource({
         Schema.filter((s) => s === "none" || /^nav_[0-9A-Za-z]{9}$/.test(s) || "invalid_value|expected=a navigation item ID or none")
       ).annotations({ jsonSchema: { type: "string" } }),
       where: (value: never) => [{ field: "parent_id", op: "eq", value: value === "none" ? null : (value as string) }],
+      on: { field: "parent_id", match: "equals" },
       description: "Items under this item; `none`: the top-level items."
     }
   },

@@ -9,7 +9,7 @@ import { Clock, Effect, Schema, type Stream } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { type ApiError, apiError, fieldError, writeUnavailable } from "../errors/errors.js"
 import { FileStorage, type StoredPart, type StorageUnavailable } from "../ports/file-storage.js"
-import { type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
+import { type AccessPath, housekeepingPath, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
 import { isId } from "../records/ids.js"
 import { Enum, Text } from "../records/schema.js"
 import { DAY, formatTimestamp } from "../records/time.js"
@@ -394,6 +394,11 @@ export const requireFile = Effect.fn("Files.require")(function* (
   }
   return record
 })
+
+/** The cross-tenant read of `sweepExpiredUploads`, an index of the store. */
+export const uploadsAccessPaths: ReadonlyArray<AccessPath> = [
+  housekeepingPath(UPLOAD_TYPE, ["status"], [{ field: "expires_at", kind: "text" }])
+]
 
 /**
  * Housekeeping: sessions past `expires_at` that are still pending free their storage and
