@@ -600,7 +600,7 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           yield* records.insert(two, type, "l_5", { other: "2020-01-01T00:00:00.000Z" })
           yield* records.insert(one, other, "l_6", { at: "2020-01-01T00:00:00.000Z" })
 
-          expect(yield* records.prune(type, "at", "2024-03-01T00:00:00.000Z")).toBe(2)
+          expect(yield* records.prune(type, "at", "2024-03-01T00:00:00.000Z", 100)).toBe(2)
           expect(yield* records.get(one, type, "l_1")).toBeUndefined()
           expect(yield* records.get(two, type, "l_3")).toBeUndefined()
           expect(yield* records.get(one, type, "l_2")).toBeDefined()
@@ -608,7 +608,26 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           expect(yield* records.get(two, type, "l_5")).toBeDefined()
           expect(yield* records.get(one, other, "l_6")).toBeDefined()
           expect(yield* records.findUnique(one, type, { name: "k", value: "1" })).toBeUndefined()
-          expect(yield* records.prune(type, "at", "2024-03-01T00:00:00.000Z")).toBe(0)
+          expect(yield* records.prune(type, "at", "2024-03-01T00:00:00.000Z", 100)).toBe(0)
+        }))
+
+      it.effect("prune removes at most `limit` records a call; calls until fewer than `limit` remove every due one", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const type = `pruned_batch_${Math.random().toString(36).slice(2, 8)}`
+          const one = { accountId: "acc_batch_1", environment: "production" as const }
+          const two = { accountId: "acc_batch_2", environment: "sandbox" as const }
+          for (let i = 0; i < 7; i++) {
+            yield* records.insert(i % 2 === 0 ? one : two, type, `b_${i}`, { at: `2024-01-0${i + 1}T00:00:00.000Z` })
+          }
+          yield* records.insert(one, type, "b_new", { at: "2024-06-01T00:00:00.000Z" })
+          const before = "2024-03-01T00:00:00.000Z"
+          expect(yield* records.prune(type, "at", before, 3)).toBe(3)
+          expect(yield* records.prune(type, "at", before, 3)).toBe(3)
+          expect(yield* records.prune(type, "at", before, 3)).toBe(1)
+          expect(yield* records.prune(type, "at", before, 3)).toBe(0)
+          for (let i = 0; i < 7; i++) expect(yield* records.get(i % 2 === 0 ? one : two, type, `b_${i}`)).toBeUndefined()
+          expect(yield* records.get(one, type, "b_new")).toBeDefined()
         }))
     })
 

@@ -378,9 +378,9 @@ describe("memory store: ordered indexes", () => {
       yield* records.insert(tenantB, "request", "req_b_new", { created_at: "2025-01-01T00:00:00Z" })
       yield* records.insert(tenantB, "request", "req_b_null", { created_at: null })
       yield* records.insert(tenantB, "audit", "aud_old", { created_at: "2000-01-01T00:00:00Z" })
-      yield* records.prune("request", "created_at", "2000-01-01T00:00:00Z") // builds the index
+      yield* records.prune("request", "created_at", "2000-01-01T00:00:00Z", 1_000_000) // builds the index
       const before = instrumentation.visited
-      const removed = yield* records.prune("request", "created_at", "2024-01-02T00:00:00Z")
+      const removed = yield* records.prune("request", "created_at", "2024-01-02T00:00:00Z", 1_000_000)
       const expectedRemoved = Array.from({ length: 20_000 }, (_, i) => i).filter((i) => i % 28 === 0).length + 1
       expect(removed).toBe(expectedRemoved)
       expect(instrumentation.visited - before).toBeLessThan(expectedRemoved + 100)

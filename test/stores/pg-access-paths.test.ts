@@ -25,7 +25,7 @@ import {
   listResources,
   Records,
   type ResourceDefinition,
-  resourceDefinitions,
+  describedResources,
   SEARCH_FIELD,
   type Tenant,
   type Where
@@ -94,7 +94,7 @@ const load = Effect.gen(function*() {
   for (const [type, fields] of fieldsByType) {
     // A parent field names one of ten parents (`parent_0` … `parent_9`).
     const parentFields = new Set(
-      resourceDefinitions.filter((d) => d.type === type).flatMap((d) => {
+      describedResources.filter((d) => d.type === type).flatMap((d) => {
         const out: Array<string> = []
         for (let parent = d.parent; parent; parent = parent.parent) out.push(parent.field)
         return out
@@ -196,7 +196,7 @@ interface Case {
   readonly index: string | "any"
 }
 
-const cases: ReadonlyArray<Case> = resourceDefinitions.flatMap((definition) => {
+const cases: ReadonlyArray<Case> = describedResources.flatMap((definition) => {
   const out: Array<Case> = []
   const defaultSort = definition.sorts[0]!
   for (const sort of definition.sorts) {
@@ -260,7 +260,7 @@ const housekeepingStatements = (path: AccessPath) =>
     }
     const statements: Array<Statement<unknown>> = [yield* scanStatement(sql, path.type, where, 100)]
     if (path.equals.length === 0 && bound !== undefined && bound.kind === "text") {
-      statements.push(yield* pruneStatement(sql, path.type, bound.field, "0"))
+      statements.push(yield* pruneStatement(sql, path.type, bound.field, "0", 1_000))
     }
     return statements
   })
@@ -272,7 +272,7 @@ layer(StoresLive, { excludeTestServices: true, timeout: "180 seconds" })("Postgr
     it.effect("every described resource: each sort both ways, the trash, each filter, q", () =>
       Effect.gen(function*() {
         // Every description yields cases; a resource without a filter or `q` still has its sorts.
-        expect(new Set(cases.map((c) => c.definition.type)).size).toBe(resourceDefinitions.length)
+        expect(new Set(cases.map((c) => c.definition.type)).size).toBe(describedResources.length)
         for (const c of cases) yield* checkCase(c)
       }))
 

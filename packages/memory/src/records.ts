@@ -194,12 +194,18 @@ export const makeRecords = (store: Store): Records["Type"] => {
 
   // Bucket by bucket, each in a write of its own (outside a transaction): the index on `field`
   // gives the records to remove, oldest first, without reading the others.
-  const prune = Effect.fnUntraced(function* (type: string, field: string, before: string) {
+  const prune = Effect.fnUntraced(function* (type: string, field: string, before: string, limit: number) {
     const path = specOf(undefined, { field, kind: "text" })
     let removed = 0
     for (const found of yield* store.bucketsOfType(type, [path])) {
+      if (removed >= limit) break
+      const room = limit - removed
       removed += yield* store.modify<number, never>(found.tenant, type, (bucket, globals) => {
-        const old = Array.from(below(bucket, field, before))
+        const old: Array<Entry> = []
+        for (const entry of below(bucket, field, before)) {
+          if (old.length >= room) break
+          old.push(entry)
+        }
         let next = bucket
         for (const entry of old) {
           moveGlobals(globals, type, entry, undefined)

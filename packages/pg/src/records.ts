@@ -150,10 +150,18 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
       LIMIT ${Math.max(0, Math.floor(limit))}`
 
   /** Retention across tenants: `Records.prune`. */
-  const prune = (type: string, field: string, before: string): Statement<{ readonly count: number }> =>
+  const prune = (type: string, field: string, before: string, limit: number): Statement<{ readonly count: number }> =>
     sql<{ readonly count: number }>`
-      WITH removed AS (
-        DELETE FROM records WHERE ${ofType(type)} AND ${string(field)} < ${before}::text
+      WITH due AS (
+        SELECT account_id, environment, type, id FROM records
+        WHERE ${ofType(type)} AND ${string(field)} < ${before}::text
+        ORDER BY ${string(field)} ASC NULLS FIRST
+        LIMIT ${Math.max(0, Math.floor(limit))}
+        FOR UPDATE SKIP LOCKED
+      ), removed AS (
+        DELETE FROM records USING due
+        WHERE records.account_id = due.account_id AND records.environment = due.environment
+          AND records.type = due.type AND records.id = due.id
         RETURNING 1
       )
       SELECT count(*) AS count FROM removed`
@@ -177,10 +185,11 @@ export const pruneStatement = (
   sql: SqlClient.SqlClient,
   type: string,
   field: string,
-  before: string
+  before: string,
+  limit: number
 ): Effect.Effect<Statement<{ readonly count: number }>> =>
   Effect.as(checkFields([field]), makeRecordStatements(sql)).pipe(
-    Effect.map((statements) => statements.prune(type, field, before))
+    Effect.map((statements) => statements.prune(type, field, before, limit))
   )
 
 /** The SQL `Records.list` runs (after checking the field names): for `EXPLAIN` in tests and benchmarks. */
@@ -384,9 +393,9 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  const prune = Effect.fnUntraced(function*(type: string, field: string, before: string) {
+  const prune = Effect.fnUntraced(function*(type: string, field: string, before: string, limit: number) {
     yield* checkFields([field])
-    const rows = yield* unavailable(statements.prune(type, field, before))
+    const rows = yield* unavailable(statements.prune(type, field, before, limit))
     return toNumber(rows[0]?.count ?? 0)
   })
 

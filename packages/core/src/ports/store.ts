@@ -152,11 +152,16 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
     ) => Effect.Effect<ReadonlyArray<StoredRecord>, StoreUnavailable>
     /** Remove every record of the tenant whose type is not in `keepTypes` (sandbox reset). */
     readonly purge: (tenant: Tenant, keepTypes: ReadonlyArray<string>) => Effect.Effect<number, StoreUnavailable>
-    /** Remove, across all tenants, the records of `type` whose `field` (a timestamp) is below `before` (retention). */
+    /**
+     * Remove, across all tenants, at most `limit` records of `type` whose `field` (a timestamp)
+     * is below `before` (retention, in bounded batches). Answers how many it removed: fewer
+     * than `limit` means none is left.
+     */
     readonly prune: (
       type: string,
       field: string,
-      before: string
+      before: string,
+      limit: number
     ) => Effect.Effect<number, StoreUnavailable>
   }
 >() {}

@@ -5,19 +5,13 @@
  * resource adds its paths here with nothing else to write.
  */
 import { ADMINISTRATOR_TYPE } from "../access/credentials.js"
-import { EVENT_TYPE } from "../events/events.js"
 import { webhookDeliveryAccessPaths } from "../events/webhook-delivery.js"
 import { operationsAccessPaths } from "../operations/operations.js"
 import { type AccessPath, housekeepingPath } from "../ports/store.js"
 import { resourceAccessPaths } from "../records/access-paths.js"
-import { AUDIT_ENTRY_TYPE, REQUEST_TYPE } from "../trail/audit.js"
+import { retentionAccessPaths } from "../trail/retention.js"
 import { uploadsAccessPaths } from "../uploads/uploads.js"
-import { resourceDefinitions } from "./resources.js"
-
-/** Retention (`trail/retention.ts`) prunes these by `created_at`. */
-const retentionAccessPaths: ReadonlyArray<AccessPath> = [REQUEST_TYPE, AUDIT_ENTRY_TYPE, EVENT_TYPE].map((type) =>
-  housekeepingPath(type, [], [{ field: "created_at", kind: "text" }])
-)
+import { describedResources } from "./resources.js"
 
 /** Sign-in (`@syllabus/http`'s OAuth login) finds an administrator's other accounts by email. */
 const signInAccessPaths: ReadonlyArray<AccessPath> = [housekeepingPath(ADMINISTRATOR_TYPE, ["email"], [{ field: "id", kind: "text" }])]
@@ -31,7 +25,7 @@ export const housekeepingAccessPaths: ReadonlyArray<AccessPath> = [
 ]
 
 /** The paths of `definitions` (every described resource by default) and of housekeeping. */
-export const accessPaths = (definitions = resourceDefinitions): ReadonlyArray<AccessPath> => [
+export const accessPaths = (definitions = describedResources): ReadonlyArray<AccessPath> => [
   ...definitions.flatMap(resourceAccessPaths),
   ...housekeepingAccessPaths
 ]

@@ -8,9 +8,12 @@
 import { productsOperationKinds, productsResources } from "../catalog/products.js"
 import { showcases } from "../catalog/showcases.js"
 import { taxonomiesOperationKinds, taxonomiesResources } from "../catalog/taxonomies.js"
+import { attachments } from "../content/content-catalog.js"
 import { contentOperationKinds, contentResources } from "../content/content.js"
-import { webhooksOperationKinds, webhooksResources } from "../events/webhooks.js"
+import { webhooks, webhooksOperationKinds, webhooksResources } from "../events/webhooks.js"
 import type { OperationKind } from "../operations/operations.js"
+import { administrators } from "../people/people-administrators.js"
+import { tags, users } from "../people/people-users.js"
 import { peopleOperationKinds, peopleResources } from "../people/people.js"
 import { tagGroups } from "../people/tag-groups.js"
 import type { ResourceDefinition } from "../records/resource.js"
@@ -25,6 +28,21 @@ export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   ...peopleResources,
   ...siteResources,
   ...webhooksResources
+]
+
+/**
+ * Every described resource, those served by their own routes included (users and tags, whose
+ * views depend on the caller; administrators, kept at the account level; webhooks, created
+ * with a secret; a lesson's attachments, replaced as a set): what is derived from the
+ * descriptions alone, such as the access paths a store indexes, covers them all.
+ */
+export const describedResources: ReadonlyArray<ResourceDefinition> = [
+  ...resourceDefinitions,
+  users,
+  tags,
+  administrators,
+  webhooks,
+  attachments
 ]
 
 export const operationKinds: Readonly<Record<string, OperationKind>> = {

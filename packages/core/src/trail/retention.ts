@@ -16,57 +16,63 @@
  * record, and its worker stops at its next item (`operation_ownership_lost`, the item rolled
  * back) instead of finishing it.
  *
- * The work is bounded: each store step removes at most one slice of a type's history (an
- * hour of it) or one batch of receipts, each in a statement of its own, so a pass holds no
- * long transaction and no lock another tenant waits on, however large the backlog. Passes in
- * several processes at once are safe: removing what is already gone removes nothing.
+ * The work is bounded: each store step removes at most one batch of a type (or of receipts),
+ * each in a statement of its own, read over the index of its access path, so a pass holds
+ * no long transaction and no lock another tenant waits on, however large the backlog; what a
+ * pass leaves, the next one removes. Passes in several processes at once are safe: removing
+ * what is already gone removes nothing.
  */
 import { Clock, Effect } from "effect"
 import { EVENT_RETENTION_MS, EVENT_TYPE } from "../events/events.js"
 import { WEBHOOK_ATTEMPT_TYPE, WEBHOOK_DELIVERY_RETENTION_MS, WEBHOOK_DELIVERY_TYPE } from "../events/webhook-delivery.js"
 import { pruneExpiredReceipts } from "../idempotency/idempotency.js"
 import { OPERATION_ITEM_TYPE, OPERATION_RETENTION_MS, OPERATION_TYPE } from "../operations/operations.js"
-import { Records } from "../ports/store.js"
-import { formatTimestamp, HOUR } from "../records/time.js"
+import { type AccessPath, housekeepingPath, Records } from "../ports/store.js"
+import { formatTimestamp } from "../records/time.js"
 import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
 
-/** The most of a type's history (by `created_at`) one store step removes. */
-export const RETENTION_SLICE_MS = HOUR
+/** Records removed per store step. */
+export const RETENTION_BATCH = 1_000
 /** Steps per type and pass at most; a larger backlog is finished by the next passes. */
-export const RETENTION_MAX_SLICES = 240
+export const RETENTION_MAX_BATCHES = 1_000
 
 /**
- * Remove the records of `type` created before `before` (epoch ms), in every tenant, one
- * slice at a time from the oldest: each step finds the oldest record still due (IDs lead
- * with their creation time, so `id` order is age order) and removes what is older than an
- * hour after it. Every step removes at least the record it found, so the loop always ends.
+ * The record types §8.3 keeps for a time, by `created_at`, in the order a pass removes them:
+ * attempts before their deliveries, operations before their items (a readable operation keeps
+ * its items).
  */
+const retained: ReadonlyArray<{ readonly type: string; readonly keptMs: number }> = [
+  { type: REQUEST_TYPE, keptMs: AUDIT_RETENTION_MS },
+  { type: AUDIT_ENTRY_TYPE, keptMs: AUDIT_RETENTION_MS },
+  { type: EVENT_TYPE, keptMs: EVENT_RETENTION_MS },
+  { type: WEBHOOK_ATTEMPT_TYPE, keptMs: WEBHOOK_DELIVERY_RETENTION_MS },
+  { type: WEBHOOK_DELIVERY_TYPE, keptMs: WEBHOOK_DELIVERY_RETENTION_MS },
+  { type: OPERATION_TYPE, keptMs: OPERATION_RETENTION_MS },
+  { type: OPERATION_ITEM_TYPE, keptMs: OPERATION_RETENTION_MS }
+]
+
+/** What retention reads across tenants: each retained type by `created_at`. */
+export const retentionAccessPaths: ReadonlyArray<AccessPath> = retained.map(({ type }) =>
+  housekeepingPath(type, [], [{ field: "created_at", kind: "text" }])
+)
+
+/** Remove the records of `type` created before `before` (epoch ms), in every tenant, batch by batch. */
 export const pruneCreatedBefore = Effect.fn("Retention.pruneType")(function* (type: string, before: number) {
   const records = yield* Records
   const cutoff = formatTimestamp(before)
   let removed = 0
-  for (let slice = 0; slice < RETENTION_MAX_SLICES; slice++) {
-    const [oldest] = yield* records.scan(type, [{ field: "created_at", op: "lt", value: cutoff }], 1)
-    if (oldest === undefined) break
-    const from = Date.parse(String(oldest.data.created_at))
-    const bound = Number.isFinite(from) ? Math.min(from + RETENTION_SLICE_MS, before) : before
-    removed += yield* records.prune(type, "created_at", formatTimestamp(bound))
-    if (bound >= before) break
+  for (let step = 0; step < RETENTION_MAX_BATCHES; step++) {
+    const n = yield* records.prune(type, "created_at", cutoff, RETENTION_BATCH)
+    removed += n
+    if (n < RETENTION_BATCH) break
   }
   return removed
 })
 
 export const pruneRetained = Effect.fn("Retention.prune")(function* () {
   const now = yield* Clock.currentTimeMillis
-  const requests = yield* pruneCreatedBefore(REQUEST_TYPE, now - AUDIT_RETENTION_MS)
-  const auditEntries = yield* pruneCreatedBefore(AUDIT_ENTRY_TYPE, now - AUDIT_RETENTION_MS)
-  const events = yield* pruneCreatedBefore(EVENT_TYPE, now - EVENT_RETENTION_MS)
-  // Attempts, then the deliveries they belong to.
-  const webhookAttempts = yield* pruneCreatedBefore(WEBHOOK_ATTEMPT_TYPE, now - WEBHOOK_DELIVERY_RETENTION_MS)
-  const webhookDeliveries = yield* pruneCreatedBefore(WEBHOOK_DELIVERY_TYPE, now - WEBHOOK_DELIVERY_RETENTION_MS)
-  // Operations first, then their items (created with them): a readable operation keeps its items.
-  const operations = yield* pruneCreatedBefore(OPERATION_TYPE, now - OPERATION_RETENTION_MS)
-  const operationItems = yield* pruneCreatedBefore(OPERATION_ITEM_TYPE, now - OPERATION_RETENTION_MS)
-  const idempotencyReceipts = yield* pruneExpiredReceipts()
-  return { requests, auditEntries, events, webhookAttempts, webhookDeliveries, operations, operationItems, idempotencyReceipts }
+  const removed: Record<string, number> = {}
+  for (const { type, keptMs } of retained) removed[type] = yield* pruneCreatedBefore(type, now - keptMs)
+  removed["idempotency_receipt"] = yield* pruneExpiredReceipts()
+  return removed
 })

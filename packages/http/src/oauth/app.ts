@@ -29,7 +29,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Context, Effect, Option } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import type { OutsideApp } from "../pipeline.js"
-import { challengePattern, CLIENT_ID, exchangeCode, issueCode, pruneExpiredGrants, refreshGrant, revokeToken } from "./grants.js"
+import { challengePattern, CLIENT_ID, exchangeCode, issueCode, OAUTH_PRUNE_BATCH, pruneExpiredGrants, refreshGrant, revokeToken } from "./grants.js"
 import { currentSigningKeys } from "./keys.js"
 import { confirmationPage, consentPage, errorPage, selectorPage, signInPage, twoFactorPage } from "./pages.js"
 
@@ -221,7 +221,7 @@ const startFlow = (params: AuthorizeParams, issuer: string, account: StoredRecor
     const records = yield* Records
     const now = yield* Clock.currentTimeMillis
     // Housekeeping on the way: flows, codes and grants nobody can use any more.
-    yield* Effect.ignore(Effect.zip(records.prune(FLOW_TYPE, "expires_at", new Date(now).toISOString()), pruneExpiredGrants))
+    yield* Effect.ignore(Effect.zip(records.prune(FLOW_TYPE, "expires_at", new Date(now).toISOString(), OAUTH_PRUNE_BATCH), pruneExpiredGrants))
     const id = randomBytes(24).toString("base64url")
     const browser = randomBytes(24).toString("base64url")
     yield* records.insert(SYSTEM, FLOW_TYPE, id, {

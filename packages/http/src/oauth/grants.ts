@@ -403,9 +403,12 @@ export const joseAccessTokens = (options: { readonly issuer?: string | undefined
  * Housekeeping: forget codes a day after they expired (a replay is then only an unknown
  * code) and grants whose refresh token has expired (nothing of them still works).
  */
+/** What one sign-in removes at most of each kind; sign-ins are frequent enough to keep up. */
+export const OAUTH_PRUNE_BATCH = 100
+
 export const pruneExpiredGrants = Effect.gen(function* () {
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis
-  yield* records.prune(CODE, "expires_at", iso(now - 24 * 3600 * 1000))
-  yield* records.prune(GRANT, "refresh_expires_at", iso(now))
+  yield* records.prune(CODE, "expires_at", iso(now - 24 * 3600 * 1000), OAUTH_PRUNE_BATCH)
+  yield* records.prune(GRANT, "refresh_expires_at", iso(now), OAUTH_PRUNE_BATCH)
 })
