@@ -441,6 +441,23 @@ eachStore(
   { settings: { eventStreamKeepAliveMs: KEEP_ALIVE_MS } }
 )
 
+eachStore(
+  "event streams woken by a commit",
+  (h) => {
+    it("with polling all but off, a write committed by this server reaches an open stream at once (no poll needed)", async () => {
+      const id = (await createStream(h(), { start: "now" })).body.data.id
+      const connection = await connect(h(), id)
+      expect(connection.status).toBe(200)
+      await waitFor("the connection to open", () => connection.comments.length > 0 || connection.raw().includes(": connected"))
+      const showcase = await newShowcase(h(), "woken")
+      // The poll is ten minutes away: only the wake-up on commit can bring the event in time.
+      await waitFor("the event of the write", () => connection.messages.some((m) => m.event === "showcase.created" && m.data.includes(showcase.id)), 5000)
+      connection.close()
+    })
+  },
+  { settings: { eventStreamPollMs: 600_000 } }
+)
+
 eachStore("event streams past retention", (h) => {
   it("Last-Event-ID of an event no longer retained is 410 cursor_expired (open-points, §6)", async () => {
     const showcase = await newShowcase(h(), "Old")

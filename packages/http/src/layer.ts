@@ -4,6 +4,7 @@
 import {
   AccessTokens,
   batchKinds,
+  ChangeSignals,
   Crypto,
   FileStorage,
   Ids,
@@ -99,6 +100,7 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     options.rateLimits === "off" ? RateLimitConfig.off : RateLimitConfig.contract,
     ServerSettings.layer(options.settings),
     ReleaseCapabilityCatalog,
+    ChangeSignals.live,
     options.webhookSender ?? NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true })
   )
   const workers =

@@ -4,6 +4,7 @@
  * authorized input; every failure becomes one `ApiError`, answered by `errorBody`.
  */
 import {
+  ChangeSignals,
   type ApiError,
   apiError,
   admit,
@@ -31,7 +32,7 @@ import {
 } from "@syllabus/core"
 import { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Clock, Effect, Either, Schema, Stream } from "effect"
+import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
 import { errorBody } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
@@ -280,9 +281,15 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       const uow = yield* UnitOfWork
       const atomically = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         ownsUnitOfWork ? effect : uow.transaction(effect).pipe(Effect.mapError(asApiError))
+      const signals = yield* Effect.serviceOption(ChangeSignals)
+      /** The write committed: its events may wake the tenant's open event streams in this process. */
+      const markCommitted = Effect.suspend(() => {
+        state.committed = true
+        return Option.isSome(signals) ? signals.value.committed(caller.tenant) : Effect.void
+      })
       if (key === undefined) {
         const reply = yield* atomically(handle)
-        state.committed = true
+        yield* markCommitted
         return reply
       }
       let executed: Reply | undefined
@@ -306,7 +313,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
             })
           )
       )
-      state.committed = true
+      yield* markCommitted
       if (outcome._tag === "Executed" && executed) return executed
       state.replayed = true
       const recorded = outcome.response

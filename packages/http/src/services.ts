@@ -50,6 +50,11 @@ export interface ServerSettingsShape {
   readonly traceRequests: boolean
   /** Interval of the `: keep-alive` comments on an idle event-stream connection (default 15 s; tests shorten it). */
   readonly eventStreamKeepAliveMs?: number
+  /**
+   * How often an idle event-stream connection reads the store (default 200 ms). A write
+   * committed by this process wakes it at once; the poll is how it sees other processes' writes.
+   */
+  readonly eventStreamPollMs?: number
 }
 
 export class ServerSettings extends Context.Tag("@syllabus/http/ServerSettings")<ServerSettings, ServerSettingsShape>() {

@@ -24,6 +24,7 @@ import { DAY, formatTimestamp, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
 import { EVENT_RETENTION_MS, EVENT_TYPE, eventView } from "./events.js"
+import { ChangeSignals } from "./change-signals.js"
 
 export const EVENT_STREAM_TYPE = "event_stream"
 /** §6, §8.2: 5 streams per credential, 20 per account (and environment). */
@@ -300,6 +301,8 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
     readonly sentAt: number
     readonly idle: boolean
     readonly first: boolean
+    /** Completes at this process's next commit in the tenant, registered before the last read. */
+    readonly wake: Effect.Effect<void>
   }
 
   /** Save the cursor and renew the lease, if the stream is still ours; `false` when it is not. */
@@ -334,7 +337,8 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
 
   const step = (position: Position): Effect.Effect<Option.Option<readonly [Chunk.Chunk<Uint8Array>, Position]>, unknown, Records> =>
     Effect.gen(function* () {
-      if (!position.first && position.idle) yield* Effect.sleep(pollMs)
+      // Idle: until the next poll, or sooner when a write of the tenant commits here.
+      if (!position.first && position.idle) yield* Effect.race(position.wake, Effect.sleep(pollMs))
       const at = yield* Clock.currentTimeMillis
       let next: Position = { ...position, first: false }
       const out: Array<Uint8Array> = []
@@ -354,6 +358,7 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
         next = { ...next, checkedAt: at }
       }
 
+      next = { ...next, wake: yield* watchTenant }
       const where: Array<Where> = [{ field: "created_at", op: "gte", value: formatTimestamp(at - EVENT_RETENTION_MS) }]
       if (eventTypes) where.push({ field: "type", op: "in", values: eventTypes })
       if (resourceTypes) where.push({ field: "resource_type", op: "in", values: resourceTypes })
@@ -404,7 +409,18 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
   /** IDs sent by this connection in the late-commit window, and where it started. */
   const recent = new Set<string>()
   const startedAfter = after
-  const initial: Position = { after, unsaved: null, savedAt: now, checkedAt: now, sentAt: now, idle: false, first: true }
+  const signals = yield* Effect.serviceOption(ChangeSignals)
+  const watchTenant: Effect.Effect<Effect.Effect<void>> = Option.isSome(signals) ? signals.value.watch(tenant) : Effect.succeed(Effect.never)
+  const initial: Position = {
+    after,
+    unsaved: null,
+    savedAt: now,
+    checkedAt: now,
+    sentAt: now,
+    idle: false,
+    first: true,
+    wake: Effect.never
+  }
   let latest = initial
   const context = yield* Effect.context<Records>()
   const bytes: Stream.Stream<Uint8Array> = Stream.unfoldChunkEffect(initial, (position) =>

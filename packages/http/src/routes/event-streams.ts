@@ -120,7 +120,8 @@ export const eventStreamOperations = [
         const lastEventId = Option.isSome(request) ? request.value.headers["last-event-id"] : undefined
         const stream = yield* connectEventStream(path.event_stream_id!, {
           lastEventId: lastEventId === undefined || lastEventId === "" ? undefined : lastEventId,
-          keepAliveMs: settings.eventStreamKeepAliveMs
+          keepAliveMs: settings.eventStreamKeepAliveMs,
+          pollMs: settings.eventStreamPollMs
         })
         return { status: 200, body: null, stream }
       })
