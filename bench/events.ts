@@ -112,6 +112,6 @@ if (process.argv[2] === "--server") {
   await reader.cancel()
   latencies.sort((a, b) => a - b)
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!.toFixed(0)
-  console.log(`stream: write to event on the stream, ${LATENCY_SAMPLES} samples: p50 ${at(0.5)} ms, p90 ${at(0.9)} ms, max ${at(1)} ms (the connection polls the store every 200 ms)`)
+  console.log(`stream: write to event on the stream, ${LATENCY_SAMPLES} samples: p50 ${at(0.5)} ms, p90 ${at(0.9)} ms, max ${at(1)} ms (a commit in the server process wakes the stream; it also polls the store every 200 ms for other processes)`)
   child.send("stop")
 }
