@@ -22,7 +22,18 @@ import { Effect, Option, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { type ApiError, apiError, fieldError, writeUnavailable } from "../errors/errors.js"
 import { type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
-import { type Json, type JsonObject, type ListQuery, Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
+import {
+  type AccessPath,
+  type Json,
+  type JsonObject,
+  listPath,
+  type ListQuery,
+  Records,
+  type StoredRecord,
+  type StoreUnavailable,
+  type Tenant,
+  type Where
+} from "../ports/store.js"
 import {
   defineResource,
   equalsFilter,
@@ -65,16 +76,28 @@ const replicated = (data: JsonObject): boolean => isObject(data.replica_of)
 
 const byPosition = { field: "position", kind: "number", direction: "asc" } as const
 
-/** The non-trashed products of a showcase, in position order. */
-const showcaseProducts = (tenant: Tenant, showcaseId: string) =>
+/** The place of a product among its showcase's non-trashed products, in position order. */
+const inShowcase = (showcaseId: string): ReadonlyArray<Where> => [
+  { field: "showcase_id", op: "eq", value: showcaseId },
+  { field: "deleted", op: "eq", value: false }
+]
+
+/** A showcase's products in position order is an access path: placing one reads a range of it, never all. */
+export const productsAccessPaths: ReadonlyArray<AccessPath> = [
+  listPath(PRODUCT_TYPE, ["showcase_id", "deleted"], [{ field: "position", kind: "number" }, { field: "id", kind: "text" }])
+]
+
+/** The non-trashed products of a showcase in position order; with `from`/`to`, those between (inclusive). */
+const showcaseProducts = (tenant: Tenant, showcaseId: string, from?: number, to?: number) =>
   Effect.gen(function* () {
     const records = yield* Records
     const out: Array<StoredRecord> = []
     let after: ListQuery["after"]
-    const where = [
-      { field: "showcase_id", op: "eq", value: showcaseId },
-      { field: "deleted", op: "eq", value: false }
-    ] as const
+    const where: ReadonlyArray<Where> = [
+      ...inShowcase(showcaseId),
+      ...(from !== undefined ? [{ field: "position", op: "gte", value: from } as const] : []),
+      ...(to !== undefined ? [{ field: "position", op: "lte", value: to } as const] : [])
+    ]
     for (;;) {
       const page = yield* records.list(tenant, PRODUCT_TYPE, { where, sort: byPosition, after, limit: 1000 }).pipe(Effect.mapError(writeUnavailable))
       out.push(...page)
@@ -82,6 +105,16 @@ const showcaseProducts = (tenant: Tenant, showcaseId: string) =>
       if (page.length < 1000 || !last) return out
       after = { value: Number(last.data.position), id: last.id }
     }
+  })
+
+/** How many non-trashed products the showcase holds: the last position, positions being dense (one read). */
+const showcaseCount = (tenant: Tenant, showcaseId: string) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const [last] = yield* records
+      .list(tenant, PRODUCT_TYPE, { where: inShowcase(showcaseId), sort: { ...byPosition, direction: "desc" }, limit: 1 })
+      .pipe(Effect.mapError(writeUnavailable))
+    return last === undefined ? 0 : Number(last.data.position)
   })
 
 /** 1-based; absent or above the count of the others: last. */
@@ -96,19 +129,27 @@ const reposition = (record: StoredRecord, position: number) =>
   })
 
 /**
- * Keep the positions of a showcase dense (1..n): `placed` (already saved at its position)
- * keeps it, the others close up around it in their order.
+ * Keep the positions of a showcase dense (1..n) around one product's move: the products
+ * between `from` and `to` (inclusive, not `moved` itself) shift by `delta`. A product
+ * entering at position p opens a gap (p..n shift +1), one leaving it closes the gap (p+1..n
+ * shift -1), one moving within the showcase shifts the range between its two places. Only
+ * that range is read and written: placing a product last touches no other.
  */
-const arrange = (showcaseId: string, placed: StoredRecord | null) =>
+const shift = (showcaseId: string, from: number, to: number | undefined, delta: 1 | -1, moved: string | undefined) =>
   Effect.gen(function* () {
+    if (to !== undefined && from > to) return
     const caller = yield* Caller
-    const others = (yield* showcaseProducts(caller.tenant, showcaseId)).filter((r) => r.id !== placed?.id)
-    const at = placed ? Number(placed.data.position) - 1 : others.length
-    const ordered = placed ? [...others.slice(0, at), placed, ...others.slice(at)] : others
-    yield* Effect.forEach(ordered, (record, i) =>
-      record === placed || record.data.position === i + 1 ? Effect.void : Effect.asVoid(reposition(record, i + 1))
+    const range = yield* showcaseProducts(caller.tenant, showcaseId, from, to)
+    yield* Effect.forEach(range, (record) =>
+      record.id === moved ? Effect.void : Effect.asVoid(reposition(record, Number(record.data.position) + delta))
     )
   })
+
+/** `placed` (saved at its position) entered the showcase: the products at and after it move down. */
+const enter = (placed: StoredRecord) => shift(String(placed.data.showcase_id), Number(placed.data.position), undefined, 1, placed.id)
+
+/** A product at `position` left the showcase: the products after it move up. */
+const leave = (showcaseId: string, position: number) => shift(showcaseId, position + 1, undefined, -1, undefined)
 
 // ---------------------------------------------------------------------------------------
 // Rules
@@ -231,7 +272,7 @@ export const products: ResourceDefinition = defineResource({
   }),
   defaults: (body, context) =>
     Effect.gen(function* () {
-      const others = (yield* showcaseProducts(context.tenant, body.showcase_id)).length
+      const others = yield* showcaseCount(context.tenant, body.showcase_id)
       return {
         name: body.name,
         image: null,
@@ -261,8 +302,10 @@ export const products: ResourceDefinition = defineResource({
       const merged = mergeDeep(current, patch as JsonObject)
       const restoring = current.deleted === true
       const showcaseId = String(merged.showcase_id)
-      if (!restoring && showcaseId === current.showcase_id && patch.position === undefined) return merged
-      const others = (yield* showcaseProducts(context.tenant, showcaseId)).filter((r) => r.id !== context.id).length
+      const staying = !restoring && showcaseId === current.showcase_id
+      if (staying && patch.position === undefined) return merged
+      // The others: the showcase's products without this one (counted among them when it stays).
+      const others = (yield* showcaseCount(context.tenant, showcaseId)) - (staying ? 1 : 0)
       return { ...merged, position: clampPosition(patch.position, others) }
     }),
   rules: {
@@ -273,19 +316,22 @@ export const products: ResourceDefinition = defineResource({
         const alias = aliasOf(data)
         if (typeof alias === "string" && alias !== aliasOf(previous)) yield* requireAlias(String(data.id), alias)
       }),
-    afterCreate: (record) => arrange(String(record.data.showcase_id), record),
+    afterCreate: enter,
     afterUpdate: (before, after) =>
       Effect.gen(function* () {
         const wasTrashed = before.data.deleted === true
         const moved = before.data.showcase_id !== after.data.showcase_id
-        if (moved && !wasTrashed) yield* arrange(String(before.data.showcase_id), null)
-        if (moved || wasTrashed || before.data.position !== after.data.position) yield* arrange(String(after.data.showcase_id), after)
+        const [from, to] = [Number(before.data.position), Number(after.data.position)]
+        if (moved && !wasTrashed) yield* leave(String(before.data.showcase_id), from)
+        if (moved || wasTrashed) yield* enter(after)
+        else if (to < from) yield* shift(String(after.data.showcase_id), to, from - 1, 1, after.id)
+        else if (to > from) yield* shift(String(after.data.showcase_id), from + 1, to, -1, after.id)
         // A replica published by PATCH (3.3.0) is published as by the operation.
         if (before.data.status !== "published" && after.data.status === "published") {
           yield* recordResourceChange(products, "published", resourceView(products, after), resourceView(products, before))
         }
       }),
-    afterDelete: (record) => arrange(String(record.data.showcase_id), null)
+    afterDelete: (record) => leave(String(record.data.showcase_id), Number(record.data.position))
   },
   unique: ["external_id"],
   trash: true,

@@ -7,7 +7,7 @@
 import { Clock, Effect } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { apiError, writeUnavailable, readUnavailable } from "../errors/errors.js"
-import { type Json, type JsonObject, Records } from "../ports/store.js"
+import { type AccessPath, type Json, type JsonObject, listPath, Records } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp } from "../records/time.js"
 import { inOrder } from "../records/views.js"
@@ -71,6 +71,13 @@ export const emitEvent = Effect.fn("emitEvent")(function* (
 
 
 export const eventView = (data: JsonObject): JsonObject => inOrder(data, eventFields)
+
+/** `GET /events` filters by one of these, newest or oldest first (by `id`, creation order). */
+const eventFilterFields = ["type", "resource_type", "resource_id"] as const
+
+export const eventsAccessPaths: ReadonlyArray<AccessPath> = eventFilterFields.map((field) =>
+  listPath(EVENT_TYPE, [field], [{ field: "id", kind: "text" }])
+)
 
 /** `GET /events`: newest first by default, filtered by type and resource, 30 days back. */
 export const listEvents = Effect.fn("Events.list")(function* (query: {

@@ -29,6 +29,7 @@ import {
   type AccessPath,
   type Environment,
   housekeepingPath,
+  listPath,
   type Json,
   type JsonObject,
   Records,
@@ -454,8 +455,9 @@ export const webhookDeliveryAccessPaths: ReadonlyArray<AccessPath> = [
   housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "due_at", kind: "number" }]),
   housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "lease_until", kind: "number" }]),
   housekeepingPath(WEBHOOK_TYPE, [], [{ field: "health_refresh_at", kind: "number" }]),
-  housekeepingPath(WEBHOOK_ATTEMPT_TYPE, [], [{ field: "created_at", kind: "text" }]),
-  housekeepingPath(WEBHOOK_DELIVERY_TYPE, [], [{ field: "created_at", kind: "text" }])
+  // A webhook's deliveries, and a delivery's attempts.
+  listPath(WEBHOOK_DELIVERY_TYPE, ["webhook_id"], [{ field: "id", kind: "text" }]),
+  listPath(WEBHOOK_ATTEMPT_TYPE, ["delivery_id"], [{ field: "id", kind: "text" }])
 ]
 
 /**

@@ -99,6 +99,17 @@ export const housekeepingPath = (
   order: ReadonlyArray<{ readonly field: string; readonly kind: "text" | "number" }>
 ): AccessPath => ({ kind: "ordered", type, scope: "all", equals, order })
 
+/**
+ * The access path of a collection a use case lists within one tenant (outside the resource
+ * machinery, whose paths are derived from the descriptions), declared beside the list:
+ * records of `type` equal on `equals`, in `order`.
+ */
+export const listPath = (
+  type: string,
+  equals: ReadonlyArray<string>,
+  order: ReadonlyArray<{ readonly field: string; readonly kind: "text" | "number" }>
+): AccessPath => ({ kind: "ordered", type, scope: "tenant", equals, order })
+
 export interface GroupCount {
   readonly key: ReadonlyArray<Json>
   readonly count: number

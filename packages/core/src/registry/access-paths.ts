@@ -10,22 +10,29 @@ import { operationsAccessPaths } from "../operations/operations.js"
 import { type AccessPath, housekeepingPath } from "../ports/store.js"
 import { resourceAccessPaths } from "../records/access-paths.js"
 import { retentionAccessPaths } from "../trail/retention.js"
+import { trailAccessPaths } from "../trail/trail.js"
+import { eventsAccessPaths } from "../events/events.js"
+import { productsAccessPaths } from "../catalog/products.js"
 import { uploadsAccessPaths } from "../uploads/uploads.js"
 import { describedResources } from "./resources.js"
 
 /** Sign-in (`@syllabus/http`'s OAuth login) finds an administrator's other accounts by email. */
 const signInAccessPaths: ReadonlyArray<AccessPath> = [housekeepingPath(ADMINISTRATOR_TYPE, ["email"], [{ field: "id", kind: "text" }])]
 
-export const housekeepingAccessPaths: ReadonlyArray<AccessPath> = [
+/** The paths declared beside the use cases that read them: housekeeping across tenants, and lists outside the machinery. */
+export const declaredAccessPaths: ReadonlyArray<AccessPath> = [
   ...webhookDeliveryAccessPaths,
   ...operationsAccessPaths,
   ...uploadsAccessPaths,
   ...retentionAccessPaths,
+  ...eventsAccessPaths,
+  ...productsAccessPaths,
+  ...trailAccessPaths,
   ...signInAccessPaths
 ]
 
-/** The paths of `definitions` (every described resource by default) and of housekeeping. */
+/** The paths of `definitions` (every described resource by default) and the declared ones. */
 export const accessPaths = (definitions = describedResources): ReadonlyArray<AccessPath> => [
   ...definitions.flatMap(resourceAccessPaths),
-  ...housekeepingAccessPaths
+  ...declaredAccessPaths
 ]

@@ -2,7 +2,7 @@
 import { Clock, Effect } from "effect"
 import { Caller } from "../access/context.js"
 import { apiError, writeUnavailable } from "../errors/errors.js"
-import { Records } from "../ports/store.js"
+import { type AccessPath, listPath, Records } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import { formatTimestamp } from "../records/time.js"
 import { inOrder } from "../records/views.js"
@@ -33,6 +33,19 @@ const readTrail = (type: string, fields: ReadonlyArray<string>) =>
     }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(writeUnavailable(e))))
     return { data: items.map((r) => inOrder(r.data, fields)), page }
   })
+
+/**
+ * The filters of `GET /requests` and `GET /audit-entries` (their routes in `@syllabus/http`),
+ * each an access path in `id` (creation) order.
+ */
+export const trailAccessPaths: ReadonlyArray<AccessPath> = [
+  ...["credential_id", "outcome", "operation_id", "client_request_id"].map((field) =>
+    listPath(REQUEST_TYPE, [field], [{ field: "id", kind: "text" }])
+  ),
+  ...["resource_id", "resource_type", "action", "request_id"].map((field) =>
+    listPath(AUDIT_ENTRY_TYPE, [field], [{ field: "id", kind: "text" }])
+  )
+]
 
 export const listRequests = readTrail(REQUEST_TYPE, requestFields)
 export const listAuditEntries = readTrail(AUDIT_ENTRY_TYPE, auditEntryFields)
