@@ -15,6 +15,7 @@ import type { Crypto } from "../ports/crypto.js"
 import {
   type AccessPath,
   housekeepingPath,
+  listPath,
   type Json,
   type JsonObject,
   Records,
@@ -58,6 +59,12 @@ export type ItemServices = Caller | Records | Ids | Crypto
 /** Runs one item of an operation type; its writes join the item's unit of work. */
 export interface OperationKind {
   readonly runItem: (payload: JsonObject) => Effect.Effect<Json, ApiError, ItemServices>
+  /**
+   * A stored result as the caller reading the items may see it (e.g. a user's personal data
+   * hidden without `users.read_personal`): the result was made for the operation's starter,
+   * and anyone holding `operations.read` lists it. Default: as stored.
+   */
+  readonly viewResult?: (result: Json) => Effect.Effect<Json, ApiError, Caller | Records>
 }
 
 /** The handlers of every operation type, by type. */
@@ -189,8 +196,9 @@ export const listOperationItems = Effect.fn("Operations.listItems")(function* (
   id: string,
   query: { readonly limit: number; readonly cursor: string | undefined }
 ) {
-  yield* getOperation(id)
+  const operation = yield* loadOperation(id)
   const caller = yield* Caller
+  const viewResult = (yield* OperationKinds).get(String(operation.data.type))?.viewResult
   const { items, page } = yield* paginate({
     tenant: caller.tenant,
     type: OPERATION_ITEM_TYPE,
@@ -200,7 +208,13 @@ export const listOperationItems = Effect.fn("Operations.listItems")(function* (
     cursor: query.cursor,
     collection: `operation_items:${id}`
   }).pipe(Effect.catchTag("StoreUnavailable", storeFailureEffect))
-  return { data: items.map(operationItemView), page }
+  const data = yield* Effect.forEach(items, (item) => {
+    const view = operationItemView(item)
+    return viewResult === undefined || view.result === null || view.result === undefined
+      ? Effect.succeed(view)
+      : Effect.map(viewResult(view.result), (result): JsonObject => ({ ...view, result }))
+  })
+  return { data, page }
 })
 
 // ---------------------------------------------------------------------------------------
@@ -411,7 +425,11 @@ const finishOperation = (operation: StoredRecord, owner: string, caller: CallerI
 /** The cross-tenant reads of `runDueOperations`, each an index of the store. */
 export const operationsAccessPaths: ReadonlyArray<AccessPath> = [
   housekeepingPath(OPERATION_TYPE, ["status"], [{ field: "id", kind: "text" }]),
-  housekeepingPath(OPERATION_TYPE, ["status"], [{ field: "lease_until", kind: "number" }])
+  housekeepingPath(OPERATION_TYPE, ["status"], [{ field: "lease_until", kind: "number" }]),
+  // `GET /operations` filtered by status or type, and an operation's items, newest or oldest first.
+  listPath(OPERATION_TYPE, ["status"], [{ field: "id", kind: "text" }]),
+  listPath(OPERATION_TYPE, ["type"], [{ field: "id", kind: "text" }]),
+  listPath(OPERATION_ITEM_TYPE, ["operation_id"], [{ field: "id", kind: "text" }])
 ]
 
 /** One pass of a worker: claim and run what is due. Answers how many operations it ran. */

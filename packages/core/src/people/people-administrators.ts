@@ -49,7 +49,33 @@ export const ConfirmTwoFactorBody = Schema.Struct({
   ).annotations({ description: "The current code of the authenticator app." })
 })
 
-const newAdministratorFields = (body: typeof CreateAdministratorBody.Type) =>
+/**
+ * A password as a use case takes it: as sent, or already hashed. A batch item is stored for
+ * 30 days before and after it runs, so a batch hashes the password when it is started
+ * (`hashAdministratorPassword`) and its item never holds the password itself.
+ */
+type PasswordInput = { readonly password: string } | { readonly password_hash: string }
+export type CreateAdministratorInput = Omit<typeof CreateAdministratorBody.Type, "password"> & PasswordInput
+export type UpdateAdministratorInput = Omit<typeof UpdateAdministratorBody.Type, "password"> & Partial<PasswordInput>
+
+const passwordHashOf = (input: Partial<PasswordInput>) =>
+  Effect.map(Crypto, (crypto) =>
+    "password_hash" in input && typeof input.password_hash === "string"
+      ? input.password_hash
+      : "password" in input && typeof input.password === "string"
+        ? crypto.hashPassword(input.password)
+        : undefined
+  )
+
+/** The body with `password` replaced by its hash (what a batch stores of an item). */
+export const hashAdministratorPassword = (body: JsonObject) =>
+  Effect.map(Crypto, (crypto): JsonObject => {
+    if (typeof body.password !== "string") return body
+    const { password, ...rest } = body
+    return { ...rest, password_hash: crypto.hashPassword(password) }
+  })
+
+const newAdministratorFields = (body: Omit<typeof CreateAdministratorBody.Type, "password">) =>
   Effect.succeed({ email: body.email.toLowerCase(), name: body.name, status: "active", last_sign_in_at: null })
 
 export const administrators = defineResource({
@@ -176,10 +202,9 @@ export const listAdministrators = (input: ListAdministratorsInput) =>
 
 export const getAdministrator = loadAdministrator
 
-export const createAdministrator = (body: typeof CreateAdministratorBody.Type) =>
+export const createAdministrator = (body: CreateAdministratorInput) =>
   Effect.gen(function* () {
     const records = yield* Records
-    const crypto = yield* Crypto
     const tenant = yield* home
     const id = yield* (yield* Ids).next("administrator")
     const now = formatTimestamp(yield* Clock.currentTimeMillis)
@@ -188,7 +213,7 @@ export const createAdministrator = (body: typeof CreateAdministratorBody.Type) =
       object: ADMINISTRATOR_TYPE,
       id,
       ...fields,
-      password_hash: crypto.hashPassword(body.password),
+      password_hash: (yield* passwordHashOf(body)) ?? null,
       totp_secret: null,
       created_at: now,
       updated_at: now
@@ -203,15 +228,15 @@ export const createAdministrator = (body: typeof CreateAdministratorBody.Type) =
     return record
   })
 
-export const updateAdministrator = (id: string, body: typeof UpdateAdministratorBody.Type, expectedRevision: number | undefined) =>
+export const updateAdministrator = (id: string, body: UpdateAdministratorInput, expectedRevision: number | undefined) =>
   Effect.gen(function* () {
-    const crypto = yield* Crypto
     const current = yield* loadActive(id, expectedRevision)
+    const passwordHash = yield* passwordHashOf(body)
     const saved = yield* save(current, {
       ...current.data,
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(body.email !== undefined ? { email: body.email.toLowerCase() } : {}),
-      ...(body.password !== undefined ? { password_hash: crypto.hashPassword(body.password) } : {})
+      ...(passwordHash !== undefined ? { password_hash: passwordHash } : {})
     })
     yield* recordAdministratorChange("administrator.updated", saved, current)
     return saved

@@ -2,7 +2,10 @@
  * Batches (`POST /operations`): many writes of one kind as one asynchronous operation. Every
  * described resource offers three batch types, `<plural>.create`, `<plural>.update` and
  * `<plural>.delete`; each item is that write, validated up front and run in a unit of work
- * of its own.
+ * of its own. The resources of `resourceDefinitions` run the generic machinery; those served
+ * by use cases of their own (users, tags, webhooks, administrators) run the use cases their
+ * single routes run, as `batch-use-cases.ts` names them, so an item has the checks and the
+ * outcome of the route.
  */
 import { Effect, Either, Schema } from "effect"
 import { Caller } from "../access/context.js"
@@ -12,13 +15,13 @@ import { MAX_BATCH_ITEMS, type OperationKind, startOperation } from "../operatio
 import type { Json, JsonObject } from "../ports/store.js"
 import { createResource, deleteResource, type ResourceDefinition, resourceView, updateResource } from "../records/resource.js"
 import { detailsOf, strict } from "../records/schema.js"
+import { type BatchAction, type BatchResource, batchResources, type BatchUseCases } from "./batch-use-cases.js"
 import { resourceDefinitions } from "./resources.js"
-
-type Action = "create" | "update" | "delete"
 
 interface BatchType {
   readonly definition: ResourceDefinition
-  readonly action: Action
+  readonly useCases: BatchUseCases
+  readonly action: BatchAction
   /** The fields of an item besides `key`. */
   readonly item: Schema.Schema.AnyNoContext
 }
@@ -35,13 +38,24 @@ const withParents = (definition: ResourceDefinition, schema: Schema.Schema.AnyNo
     Schema.Struct({ ...Object.fromEntries(parentFields(definition).map((f) => [f, Schema.String])), ...extra })
   ) as unknown as Schema.Schema.AnyNoContext
 
+/** Every resource with batches: those with use cases of their own, then the described ones with the generic machinery. */
+const resourcesWithBatches: ReadonlyArray<BatchResource> = [
+  ...batchResources,
+  ...resourceDefinitions
+    .filter((definition) => !batchResources.some((own) => own.definition.plural === definition.plural))
+    .map((definition) => ({ definition, useCases: {} }))
+]
+
 const batchTypes: ReadonlyMap<string, BatchType> = new Map(
-  resourceDefinitions.flatMap((definition): ReadonlyArray<[string, BatchType]> => [
-    [`${definition.plural}.create`, { definition, action: "create", item: withParents(definition, definition.create, {}) }],
-    [`${definition.plural}.update`, { definition, action: "update", item: withParents(definition, definition.update, { id: Schema.String }) }],
+  resourcesWithBatches.flatMap(({ definition, useCases }): ReadonlyArray<[string, BatchType]> => [
+    [`${definition.plural}.create`, { definition, useCases, action: "create", item: withParents(definition, definition.create, {}) }],
+    [
+      `${definition.plural}.update`,
+      { definition, useCases, action: "update", item: withParents(definition, definition.update, { id: Schema.String }) }
+    ],
     [
       `${definition.plural}.delete`,
-      { definition, action: "delete", item: withParents(definition, Schema.Struct({}), { id: Schema.String }) }
+      { definition, useCases, action: "delete", item: withParents(definition, Schema.Struct({}), { id: Schema.String }) }
     ]
   ])
 )
@@ -54,25 +68,56 @@ const parentIdsOf = (definition: ResourceDefinition, payload: JsonObject) =>
 const strip = (payload: JsonObject, fields: ReadonlyArray<string>) =>
   Object.fromEntries(Object.entries(payload).filter(([k]) => !fields.includes(k))) as JsonObject
 
+/** The write of one item, through the resource's own use case or the generic machinery. */
+const writeItem = (definition: ResourceDefinition, useCases: BatchUseCases, action: BatchAction, payload: JsonObject) => {
+  const parents = parentIdsOf(definition, payload)
+  const own = strip(payload, parentFields(definition))
+  const id = String(own.id ?? "")
+  const patch = strip(own, ["id"])
+  return action === "create"
+    ? useCases.create
+      ? useCases.create(parents, own)
+      : createResource(definition, parents, own)
+    : action === "update"
+      ? useCases.update
+        ? useCases.update(parents, id, patch)
+        : updateResource(definition, parents, id, patch, undefined)
+      : useCases.delete
+        ? useCases.delete(parents, id)
+        : deleteResource(definition, parents, id)
+}
+
+/** A stored result (`{ id, object }`) as the caller reading the items may see it. */
+const viewedResult = (useCases: BatchUseCases) => {
+  const view = useCases.view
+  if (!view) return undefined
+  return (result: Json) => {
+    const object = result !== null && typeof result === "object" && !Array.isArray(result) ? (result as JsonObject).object : undefined
+    if (object === null || typeof object !== "object" || Array.isArray(object)) return Effect.succeed(result)
+    return Effect.map(view([object as JsonObject]), ([seen]): Json => ({ ...(result as JsonObject), object: seen ?? null }))
+  }
+}
+
 /** The handlers of every batch type, for the workers. */
 export const batchKinds: Readonly<Record<string, OperationKind>> = Object.fromEntries(
-  [...batchTypes.entries()].map(([name, { definition, action }]): [string, OperationKind] => [
-    name,
-    {
-      runItem: (payload) => {
-        const parents = parentIdsOf(definition, payload)
-        const own = strip(payload, parentFields(definition))
-        const id = String(own.id ?? "")
-        const written =
-          action === "create"
-            ? createResource(definition, parents, own)
-            : action === "update"
-              ? updateResource(definition, parents, id, strip(own, ["id"]), undefined)
-              : deleteResource(definition, parents, id)
-        return Effect.map(written, (record): Json => (record ? { id: record.id, object: resourceView(definition, record) } : { id }))
+  [...batchTypes.entries()].map(([name, { definition, useCases, action }]): [string, OperationKind] => {
+    const represent = useCases.represent ?? ((record) => resourceView(definition, record))
+    const view = useCases.view ?? Effect.succeed
+    const viewResult = viewedResult(useCases)
+    return [
+      name,
+      {
+        // The result is the record as the operation's starter may see it (items run as the starter).
+        runItem: (payload) =>
+          Effect.flatMap(writeItem(definition, useCases, action, payload), (record) =>
+            record
+              ? Effect.map(view([represent(record)]), ([object]): Json => ({ id: record.id, object: object ?? null }))
+              : Effect.succeed<Json>({ id: String(payload.id ?? "") })
+          ),
+        ...(viewResult ? { viewResult } : {})
       }
-    }
-  ])
+    ]
+  })
 )
 
 export const StartBatchBody = Schema.Struct({
@@ -124,5 +169,9 @@ export const startBatch = Effect.fn("Batches.start")(function* (body: typeof Sta
   })
   if (duplicates.length > 0) return yield* Effect.fail(apiError("duplicate_item_key", { details: duplicates }))
   if (invalid.length > 0) return yield* Effect.fail(apiError("item_invalid", { details: invalid }))
-  return yield* startOperation(body.type, items)
+  const prepare = batch.useCases.prepare
+  const stored = prepare
+    ? yield* Effect.forEach(items, (item) => Effect.map(prepare(batch.action, item.payload), (payload) => ({ ...item, payload })))
+    : items
+  return yield* startOperation(body.type, stored)
 })

@@ -49,7 +49,7 @@ export const operationOperations = [
     id: "operations.create",
     method: "POST",
     path: "/operations",
-    summary: `Start a batch: \`{ type, items: [{ key, ...payload }] }\`, up to 1,000 items, each a create, update or delete of one resource. Types: ${batchTypeNames.length} (\`<resource>.create|update|delete\`), e.g. \`showcases.create\`.`,
+    summary: `Start a batch: \`{ type, items: [{ key, ...payload }] }\`, up to 1,000 items, each a create, update or delete of one resource. Types: ${batchTypeNames.length} (\`<resource>.create|update|delete\`), e.g. \`showcases.create\`, \`users.create\`. Each item runs what the resource's own route runs, with the same checks; its \`result\` is \`{ id, object }\`, the resource as the caller may see it (a user's personal data only with \`users.read_personal\`). A webhook's signing secret is never in a result (results are kept 30 days): get one with \`POST /webhooks/{webhook_id}/secret-rotations\`.`,
     tag,
     capability: "operations.create",
     body: StartBatchBody,
