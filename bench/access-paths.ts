@@ -1,7 +1,8 @@
 /**
  * The declared access paths of products at a school's volume, through the store itself:
- * `Records.list` as `GET /products` runs it (`status=`, `sort=name`, `q=`, `external_id=`),
- * on a fresh database with BENCH_ROWS products (default 300,000) in one tenant and a few
+ * `Records.list` as `GET /products` runs it (`status=`, `sort=name`, `q=`, `external_id=`, and
+ * a deep keyset page of `sort=name` both ways: the position of the 250,000th product by name,
+ * or of the product at 5/6 of the tenant's rows when there are fewer), on a fresh database with BENCH_ROWS products (default 300,000) in one tenant and a few
  * thousand in others. Prints the median of BENCH_RUNS runs (default 7) of each list.
  *
  *   node --import tsx bench/access-paths.ts
@@ -14,6 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { type ListQuery, Records, type Tenant } from "@syllabus/core"
 import { pgLayer } from "@syllabus/pg"
 import { Effect, Layer } from "effect"
+import { stringExpr } from "../packages/pg/src/expressions.js"
 import { freshDatabase } from "./pg.js"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 300_000)
@@ -66,6 +68,32 @@ const queries: ReadonlyArray<readonly [string, ListQuery]> = [
   }]
 ]
 
+/**
+ * A deep page of `sort=name` (`-name` when `direction` is desc): `after` is the position of the
+ * `depth`-th live product by name ascending (a client that paged that far sends its cursor).
+ */
+const deepPages = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function*() {
+    const depth = Math.min(250_000, Math.floor((rows * 5) / 6))
+    const name = sql.literal(stringExpr("name"))
+    const found = yield* sql<{ readonly name: string; readonly id: string }>`
+      SELECT ${name} AS name, id FROM records
+      WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND type = 'product'
+        AND COALESCE(data -> 'deleted', 'null'::jsonb) = 'false'::jsonb
+      ORDER BY ${name} ASC NULLS FIRST, id ASC
+      OFFSET ${depth - 1} LIMIT 1`
+    const after = { value: found[0]!.name, id: found[0]!.id }
+    return (["asc", "desc"] as const).map((direction): readonly [string, ListQuery] => [
+      `sort=${direction === "asc" ? "" : "-"}name after #${depth}`,
+      {
+        where: [{ field: "deleted", op: "eq", value: false }],
+        sort: { field: "name", kind: "text", direction },
+        after,
+        limit: 51
+      }
+    ])
+  })
+
 const program = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const records = yield* Records
@@ -74,7 +102,7 @@ const program = Effect.gen(function*() {
   for (let i = 0; i < 5; i++) yield* loadProducts(sql, `acc_small_${i}`, 2_000)
   yield* sql`ANALYZE records`
   console.log(`loaded ${rows} products (+10,000 in other tenants) in ${Date.now() - started} ms`)
-  for (const [name, query] of queries) {
+  for (const [name, query] of [...queries, ...(yield* deepPages(sql))]) {
     const times: Array<number> = []
     let found = 0
     for (let i = 0; i < runs; i++) {

@@ -2,7 +2,9 @@
  * The in-memory store at a school's volume, through the store ports: BENCH_ROWS products
  * (default 100,000) in one tenant and 20 other tenants of 1,000 each. Prints the median of
  * BENCH_RUNS runs (default 7) of each read, and how long an unrelated tenant's insert (and an
- * insert of the big tenant into another type) takes while a 300 ms unit of work runs.
+ * insert of the big tenant into another type) takes while a 300 ms unit of work runs. The
+ * lists are shaped as `GET /products` builds them (`deleted=false` first), so they read the
+ * declared access paths (the first call of each is what a client's first request pays).
  *
  *   node --import tsx bench/memory-scale.ts
  *   BENCH_ROWS=1000000 node --import tsx bench/memory-scale.ts
@@ -29,6 +31,7 @@ const product = (i: number) => ({
   name: `Product ${((i * 7_919) % rows).toString(36)}`,
   status: statuses[i % 3]!,
   position: i,
+  deleted: i % 50 === 0,
   created_at: `2024-01-${String(1 + (i % 28)).padStart(2, "0")}T00:00:00Z`
 })
 
@@ -58,13 +61,16 @@ const program = Effect.gen(function* () {
 
   const middle = product(Math.floor(rows / 2))
   const byName = { field: "name", kind: "text", direction: "asc" } as const
+  const live = { field: "deleted", op: "eq", value: false } as const
+  const published = { field: "status", op: "eq", value: "published" } as const
   const lists: ReadonlyArray<readonly [string, ListQuery]> = [
-    ["first page, sort=name", { where: [], sort: byName, limit: 51 }],
-    ["deep page, sort=name (after the middle)", { where: [], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
-    ["deep page, sort=-name", { where: [], sort: { ...byName, direction: "desc" }, after: { value: middle.name, id: middle.id }, limit: 51 }],
-    ["first page, by id", { where: [], sort: { field: "id", kind: "text", direction: "asc" }, limit: 51 }],
-    ["status=published, sort=name, deep", { where: [{ field: "status", op: "eq", value: "published" }], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
-    ["q=product (contains, every record matches)", { where: [{ field: "name", op: "contains", value: "product" }], sort: byName, limit: 51 }]
+    ["first page, sort=name", { where: [live], sort: byName, limit: 51 }],
+    ["deep page, sort=name (after the middle)", { where: [live], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
+    ["deep page, sort=-name", { where: [live], sort: { ...byName, direction: "desc" }, after: { value: middle.name, id: middle.id }, limit: 51 }],
+    ["first page, by id", { where: [live], sort: { field: "id", kind: "text", direction: "asc" }, limit: 51 }],
+    ["status=published (default order, by id)", { where: [live, published], sort: { field: "id", kind: "text", direction: "desc" }, limit: 51 }],
+    ["status=published, sort=name, deep", { where: [live, published], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
+    ["q=product (contains, every record matches)", { where: [live, { field: "name", op: "contains", value: "product" }], sort: byName, limit: 51 }]
   ]
   for (const [label, query] of lists) {
     start = performance.now()
@@ -79,12 +85,15 @@ const program = Effect.gen(function* () {
     console.log(`${label}: ${fmt(median(times))} ms (first call ${fmt(first)} ms)`)
   }
   const counts: Array<number> = []
+  start = performance.now()
+  yield* records.count(big, "product", [published], [])
+  const firstCount = ms(start)
   for (let r = 0; r < runs; r++) {
     start = performance.now()
     yield* records.count(big, "product", [{ field: "status", op: "eq", value: "published" }], [])
     counts.push(ms(start))
   }
-  console.log(`count status=published: ${fmt(median(counts))} ms`)
+  console.log(`count status=published: ${fmt(median(counts))} ms (first call ${fmt(firstCount)} ms)`)
   const scans: Array<number> = []
   for (let r = 0; r < runs; r++) {
     start = performance.now()

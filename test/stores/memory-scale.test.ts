@@ -15,7 +15,7 @@ import {
   UnitOfWork,
   type Where
 } from "@syllabus/core"
-import { instrumentation, lockCounters, MemoryStore } from "../../packages/memory/src/index.js"
+import { instrumentation, lockCounters, MemoryStore, memoryStore } from "../../packages/memory/src/index.js"
 import * as Query from "../../packages/memory/src/query.js"
 
 const tenantA: Tenant = { accountId: "acc_a", environment: "production" }
@@ -366,6 +366,89 @@ describe("memory store: ordered indexes", () => {
       expect(ids(yield* records.scan("operation", [{ field: "status", op: "eq", value: "queued" }], 10))).toEqual(["op_1"])
       expect(instrumentation.visited - beforeScan).toBeLessThan(20)
     }).pipe(Effect.provide(MemoryStore)), 120_000)
+
+  describe("the declared access paths are indexes from the first record", () => {
+    const M = 60_000
+    const live: ReadonlyArray<Where> = [{ field: "deleted", op: "eq", value: false }]
+    const byName: SortSpec = { field: "name", kind: "text", direction: "asc" }
+    const statuses = ["draft", "published", "archived"]
+    /** M products and M/3 lessons under 100 products, as `createResource` stores them (the fields the paths read). */
+    const load = Effect.gen(function* () {
+      const records = yield* Records
+      const uow = yield* UnitOfWork
+      yield* uow.transaction(Effect.forEach(Array.from({ length: M }, (_, i) => i), (i) =>
+        records.insert(tenantA, "product", `prod_${String(i).padStart(8, "0")}`, {
+          name: `Product ${(i * 7_919) % M}`,
+          status: statuses[i % 3]!,
+          external_id: `ext-${i}`,
+          position: i,
+          deleted: i % 50 === 0
+        }), { discard: true }))
+      yield* uow.transaction(Effect.forEach(Array.from({ length: M / 3 }, (_, i) => i), (i) =>
+        records.insert(tenantA, "lesson", `les_${String(i).padStart(8, "0")}`, {
+          product_id: `prod_${String(i % 100).padStart(8, "0")}`,
+          name: `Lesson ${i}`,
+          position: i,
+          deleted: false
+        }), { discard: true }))
+    })
+    /** Lists as the machinery builds them (`deleted`, then the parent, then filters), each read once. */
+    const queries: ReadonlyArray<readonly [string, ListQuery]> = [
+      ["products sort=name", { where: live, sort: byName, limit: 50 }],
+      ["products sort=-position, deep", {
+        where: live,
+        sort: { field: "position", kind: "number", direction: "desc" },
+        after: { value: 30_000, id: "prod_00030000" },
+        limit: 50
+      }],
+      ["products status=published", {
+        where: [...live, { field: "status", op: "eq", value: "published" }],
+        sort: { field: "id", kind: "text", direction: "desc" },
+        limit: 50
+      }],
+      ["products external_id=ext-12345", {
+        where: [...live, { field: "external_id", op: "eq", value: "ext-12345" }],
+        sort: { field: "id", kind: "text", direction: "desc" },
+        limit: 50
+      }],
+      ["lessons of one product, by position", {
+        where: [...live, { field: "product_id", op: "eq", value: "prod_00000007" }],
+        sort: { field: "position", kind: "number", direction: "asc" },
+        limit: 50
+      }]
+    ]
+
+    it.effect(`at ${M.toLocaleString("en")} records, the first read of each declared list visits O(limit) entries: no build`, () =>
+      Effect.gen(function* () {
+        const records = yield* Records
+        yield* load
+        for (const [label, query] of queries) {
+          const before = instrumentation.visited
+          const page = yield* records.list(tenantA, label.startsWith("lessons") ? "lesson" : "product", query)
+          // 50 entries, the path down and the leaves crossed (and, for a filter, the sizes of
+          // the candidate ranges): O(log n + limit), where a build would visit every record.
+          expect(instrumentation.visited - before, label).toBeLessThan(200)
+          expect(page.length, label).toBe(label.includes("external_id") ? 1 : 50)
+        }
+        // A read of no declared path still works: its index is built on first use, then kept.
+        const undeclared: ListQuery = { where: live, sort: { field: "external_id", kind: "text", direction: "asc" }, limit: 50 }
+        const before = instrumentation.visited
+        expect(yield* records.list(tenantA, "product", undeclared)).toHaveLength(50)
+        expect(instrumentation.visited - before).toBeGreaterThan(M)
+        const again = instrumentation.visited
+        yield* records.list(tenantA, "product", undeclared)
+        expect(instrumentation.visited - again).toBeLessThan(200)
+      }).pipe(Effect.provide(MemoryStore)), 120_000)
+
+    it.effect("without the declarations, the first read builds its index (what the counter would show)", () =>
+      Effect.gen(function* () {
+        const records = yield* Records
+        yield* load
+        const before = instrumentation.visited
+        yield* records.list(tenantA, "product", queries[0]![1])
+        expect(instrumentation.visited - before).toBeGreaterThan(M)
+      }).pipe(Effect.provide(memoryStore([]))), 120_000)
+  })
 
   it.effect("prune removes through the timestamp index, in every tenant, and only the type", () =>
     Effect.gen(function* () {

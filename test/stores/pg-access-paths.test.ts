@@ -8,7 +8,9 @@
  * that only records it), for each filter, each sort in both directions, the trash and `q`; the
  * plan (`EXPLAIN` of the very statement `Records.list` runs) must not scan `records` and must
  * use the index of the path. Without that index the check fails (the last test drops one,
- * inside a transaction it rolls back).
+ * inside a transaction it rolls back). A page after a keyset position (each sort both ways,
+ * after a value and after a null) must seek to it: the sort expression is a condition of the
+ * index scan, never a filter applied while walking the index from its start.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -19,7 +21,7 @@ import {
   Caller,
   type CallerInfo,
   Crypto,
-  housekeepingAccessPaths,
+  declaredAccessPaths,
   type ListInput,
   type ListQuery,
   listResources,
@@ -155,6 +157,8 @@ interface PlanNode {
   readonly "Node Type": string
   readonly "Relation Name"?: string
   readonly "Index Name"?: string
+  readonly "Index Cond"?: string
+  readonly Filter?: string
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
@@ -169,6 +173,7 @@ const planOf = (statement: Statement<unknown>) =>
     return {
       seqScans: nodes.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "records").length,
       indexes: nodes.flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])),
+      nodes,
       text: JSON.stringify(plan)
     }
   })
@@ -248,6 +253,38 @@ const checkCase = (c: Case) =>
     }
   })
 
+/**
+ * A deep page: the query of `sort` (default filters), after a position in the middle of the
+ * rows (`value` of the sort's kind) or after a null. It must be read from the sort's index,
+ * seeking to the position: every scan of that index has the sort expression (or `id`) in its
+ * index condition, and no scan filters on it.
+ */
+const checkDeepPage = (
+  definition: ResourceDefinition,
+  sort: ResourceDefinition["sorts"][number],
+  direction: "asc" | "desc",
+  at: "value" | "null"
+) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const query = yield* machineryQuery(definition, { sort: direction === "asc" ? sort.name : `-${sort.name}` })
+    const value = at === "null" ? null : sort.kind === "number" ? 1500 : "8"
+    const after = { value: sort.field === "id" ? null : value, id: `${definition.type}_00001500` }
+    const plan = yield* planOf(yield* listStatement(sql, tenant, definition.type, { ...query, after }))
+    const label = `${definition.type} sort=${direction === "asc" ? "" : "-"}${sort.name} after ${at}: ${plan.text}`
+    const index = indexOf(resourcePath(definition, [], sort))
+    const scans = plan.nodes.filter((n) => n["Index Name"] === index)
+    expect(plan.seqScans, label).toBe(0)
+    expect(scans.length, label).toBeGreaterThan(0)
+    // In EXPLAIN, a data field is `(data -> '<field>'::text)`; the `id` column is `id`.
+    const mentionsSort = (text: string | undefined) =>
+      text !== undefined && (sort.field === "id" ? /\bid [<>]/.test(text) : text.includes(`'${sort.field}'::text`))
+    for (const scan of scans) {
+      expect(mentionsSort(scan["Index Cond"]), label).toBe(true)
+      expect(mentionsSort(scan.Filter), label).toBe(false)
+    }
+  })
+
 /** A housekeeping read as its call site makes it: `equals` a value, the first order field bounded. */
 const housekeepingStatements = (path: AccessPath) =>
   Effect.gen(function*() {
@@ -276,14 +313,49 @@ layer(StoresLive, { excludeTestServices: true, timeout: "180 seconds" })("Postgr
         for (const c of cases) yield* checkCase(c)
       }))
 
+    it.effect("a deep page seeks its position: each sort both ways, after a value and after a null", () =>
+      Effect.gen(function*() {
+        for (const definition of describedResources) {
+          for (const sort of definition.sorts) {
+            for (const direction of ["asc", "desc"] as const) {
+              for (const at of sort.field === "id" ? ["value"] as const : ["value", "null"] as const) {
+                yield* checkDeepPage(definition, sort, direction, at)
+              }
+            }
+          }
+        }
+      }))
+
     it.effect("housekeeping across tenants (scan, prune) reads an index", () =>
       Effect.gen(function*() {
-        for (const path of housekeepingAccessPaths) {
+        for (const path of declaredAccessPaths.filter((p) => p.scope === "all")) {
           for (const statement of yield* housekeepingStatements(path)) {
             const plan = yield* planOf(statement)
             const label = `${path.type}: ${plan.text}`
             expect(plan.seqScans, label).toBe(0)
             // Paths of one type may share their leading columns: any of the type's indexes serves.
+            expect(plan.indexes.some((name) => name.startsWith(`records_ap_${path.type}_`)), label).toBe(true)
+          }
+        }
+      }))
+
+    it.effect("lists outside the machinery (operations, items, deliveries, attempts, events, the trail) read an index", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const lists = declaredAccessPaths.filter((p) => p.scope === "tenant")
+        expect(lists.length).toBeGreaterThan(0)
+        for (const path of lists) {
+          if (path.kind !== "ordered") continue
+          const [first] = path.order
+          for (const direction of ["asc", "desc"] as const) {
+            const query: ListQuery = {
+              where: path.equals.map((field) => ({ field, op: "eq", value: "v7" })),
+              sort: { field: first?.field ?? "id", kind: first?.kind ?? "text", direction },
+              limit: 51
+            }
+            const plan = yield* planOf(yield* listStatement(sql, tenant, path.type, query))
+            const label = `${path.type} by ${path.equals.join(", ")} ${direction}: ${plan.text}`
+            expect(plan.seqScans, label).toBe(0)
             expect(plan.indexes.some((name) => name.startsWith(`records_ap_${path.type}_`)), label).toBe(true)
           }
         }

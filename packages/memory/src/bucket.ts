@@ -3,15 +3,16 @@
  *
  * - `rows`: the records by id (`COLLATE "C"` order, code unit by code unit);
  * - `keys` / `globals`: the unique keys its records hold (tenant-scoped, and global ones);
- * - `indexes`: ordered indexes by (equality field?, sort value, id), one per access path a
- *   read has asked for (a list's sort, an equality filter with a sort, a scan's filter). An
- *   index, once asked for on a type, is kept by every write to every bucket of that type.
+ * - `indexes`: ordered indexes by (equality field?, sort value, id): those of the declared
+ *   access paths of its type (`indexesOfPath`, registered when the store is built), and any a
+ *   read of no declared path has asked for since. An index of a type is kept by every write
+ *   to every bucket of that type.
  *
  * Every structure is persistent (a change shares all but its path), so a transaction's copy
  * of a bucket and the committed one coexist at the cost of the difference.
  */
 import { HashMap, Option } from "effect"
-import type { ListQuery, StoredRecord, Tenant, UniqueKey, Where } from "@syllabus/core"
+import type { AccessPath, ListQuery, StoredRecord, Tenant, UniqueKey, Where } from "@syllabus/core"
 import * as BTree from "./btree.js"
 import { asSortValue, comparePositions, fieldOf, matchesAll, type SortKey, type SortValue } from "./query.js"
 
@@ -165,15 +166,98 @@ export const dropEntry = (bucket: Bucket, entry: Entry, globalKey: (key: UniqueK
 
 // --- Access paths ----------------------------------------------------------------------------
 
-/** The equality condition an index can serve (the first `eq`, else the first `in`), if any. */
-const equalityOf = (where: ReadonlyArray<Where>): Extract<Where, { op: "eq" | "in" }> | undefined =>
-  (where.find((w) => w.op === "eq") ?? where.find((w) => w.op === "in")) as Extract<Where, { op: "eq" | "in" }> | undefined
+type Equality = Extract<Where, { op: "eq" | "in" }>
 
-/** The index a read of `where` in `sort` order uses; `undefined`: the rows themselves (by id). */
-export const pathOf = (where: ReadonlyArray<Where>, sort: SortKey): IndexSpec | undefined => {
-  const eq = equalityOf(where)
-  if (eq === undefined && sort.field === "id") return undefined
-  return specOf(eq?.field, sort)
+/** An index that could serve a read, with the equality condition it serves (none: the whole bucket). */
+interface Candidate {
+  readonly spec: IndexSpec
+  readonly eq: Equality | undefined
+}
+
+/**
+ * The indexes that could serve a read of `where` in `sort` order: one per equality condition
+ * (`eq` ones first, then `in`, each in the order of `where`), in the sort's order; without an
+ * equality, the sort's own index, or none for `id` (the rows are in id order).
+ */
+const candidatesOf = (where: ReadonlyArray<Where>, sort: SortKey): ReadonlyArray<Candidate> => {
+  const equalities = [
+    ...where.filter((w): w is Equality => w.op === "eq"),
+    ...where.filter((w): w is Equality => w.op === "in")
+  ]
+  if (equalities.length > 0) return equalities.map((eq) => ({ spec: specOf(eq.field, sort), eq }))
+  return sort.field === "id" ? [] : [{ spec: specOf(undefined, sort), eq: undefined }]
+}
+
+/**
+ * The index a read of `where` in `sort` order asks the store for: the first of its candidates
+ * the store `knows` (declared, or built for an earlier read), else the first candidate (built
+ * on this read); `undefined`: the rows themselves (by id).
+ */
+export const pathOf = (
+  where: ReadonlyArray<Where>,
+  sort: SortKey,
+  knows: (spec: IndexSpec) => boolean = () => false
+): IndexSpec | undefined => {
+  const candidates = candidatesOf(where, sort)
+  return (candidates.find((candidate) => knows(candidate.spec)) ?? candidates[0])?.spec
+}
+
+const byIdKey: SortKey = { field: "id", kind: "text" }
+
+/**
+ * The indexes of the memory store that answer the reads of a declared access path
+ * (`AccessPath`, core's `accessPaths()`), which a store registers up front. An index here has
+ * one equality field: the path's first (the selection every list of the path makes: the
+ * parent, or `deleted`) and its last (a filter's own field), each in the path's order; a read
+ * uses the candidate index with the fewest entries for its value, the rest are conditions.
+ * Across tenants (`scan`), records are read by id; without an equality (`prune`), by the bound.
+ * `q` walks the order of its list's sort, an index of the type's sorts.
+ */
+export const indexesOfPath = (path: AccessPath): ReadonlyArray<IndexSpec> => {
+  if (path.kind === "search") return []
+  const first = path.order[0] ?? byIdKey
+  const order = path.scope === "all" && path.equals.length > 0 ? byIdKey : first
+  if (path.equals.length === 0) return order.field === "id" ? [] : [specOf(undefined, order)]
+  const fields = new Set([path.equals[0]!, path.equals[path.equals.length - 1]!])
+  return Array.from(fields, (field) => specOf(field, order))
+}
+
+/** The number of entries of `index` whose equality is one of `values`: O(log n) per value. */
+const rangeSize = (index: Index, values: ReadonlyArray<EqValue>): number => {
+  let count = 0
+  for (const e of values) {
+    count += BTree.countBefore(index.tree, (k) => compareEq(k.e, e) <= 0) -
+      BTree.countBefore(index.tree, (k) => compareEq(k.e, e) < 0)
+  }
+  return count
+}
+
+const valuesOf = (eq: Equality | undefined): ReadonlyArray<EqValue> =>
+  eq === undefined ? [null] : eq.op === "eq" ? [eqValue(eq.value)] : Array.from(new Set(eq.values))
+
+/**
+ * The index `bucket` answers a read of `where` in `sort` order from: of the candidates it holds,
+ * the one with the fewest entries for its equality (counted from subtree sizes); `undefined`:
+ * the rows themselves. Throws when the bucket holds none (the read must have asked for `pathOf`).
+ */
+const chosen = (
+  bucket: Bucket,
+  where: ReadonlyArray<Where>,
+  sort: SortKey
+): { readonly index: Index; readonly values: ReadonlyArray<EqValue> } | undefined => {
+  const candidates = candidatesOf(where, sort)
+  if (candidates.length === 0) return undefined
+  let best: { readonly index: Index; readonly values: ReadonlyArray<EqValue>; readonly size: number } | undefined
+  for (const candidate of candidates) {
+    const index = bucket.indexes.get(candidate.spec.key)
+    if (index === undefined) continue
+    const values = valuesOf(candidate.eq)
+    // One candidate held: no need to count.
+    const size = best === undefined && candidates.length === 1 ? 0 : rangeSize(index, values)
+    if (best === undefined || size < best.size) best = { index, values, size }
+  }
+  if (best === undefined) throw new Error(`memory store: no index for ${JSON.stringify(where)} on ${bucket.type}`)
+  return best
 }
 
 /** Entries of one equality value (or all), in order, strictly after `after` (value, id) if given. */
@@ -227,7 +311,8 @@ function* merge(
 /**
  * The entries of `where` in `sort` order, after `after`, as an index gives them: O(log n) to
  * start, then one step per entry (entries failing the other conditions are skipped, not
- * sorted). `bucket` must hold the index `pathOf` names.
+ * sorted), from the index of its candidates with the fewest entries for its equality. `bucket`
+ * must hold the index `pathOf` names.
  */
 export function* ordered(
   bucket: Bucket,
@@ -236,13 +321,13 @@ export function* ordered(
   after: ListQuery["after"]
 ): Generator<Entry> {
   const descending = sort.direction === "desc"
-  const spec = pathOf(where, sort)
   // For an `id` sort the position's id is its value.
   const position = after === undefined
     ? undefined
     : { v: sort.field === "id" ? after.id : asSortValue(after.value, sort), id: after.id }
   let source: Iterable<Entry>
-  if (spec === undefined) {
+  const path = chosen(bucket, where, sort)
+  if (path === undefined) {
     const rows = descending
       ? BTree.descending(bucket.rows, position === undefined ? undefined : (id) => id >= position.id)
       : BTree.ascending(bucket.rows, position === undefined ? undefined : (id) => id <= position.id)
@@ -250,14 +335,7 @@ export function* ordered(
       for (const [, entry] of rows) yield entry
     })()
   } else {
-    const index = bucket.indexes.get(spec.key)
-    if (index === undefined) throw new Error(`memory store: index ${spec.key} missing on ${bucket.type}`)
-    const eq = equalityOf(where)
-    const values: ReadonlyArray<EqValue> = eq === undefined
-      ? [null]
-      : eq.op === "eq"
-      ? [eqValue(eq.value)]
-      : Array.from(new Set(eq.values))
+    const { index, values } = path
     source = values.length === 1
       ? (function*() {
         for (const item of range(index, values[0]!, position, descending)) yield item.entry
@@ -302,17 +380,10 @@ export function* below(bucket: Bucket, field: string, before: string): Generator
  * `undefined` when the index cannot answer alone.
  */
 export const countOf = (bucket: Bucket, where: ReadonlyArray<Where>): number | undefined => {
-  const eq = equalityOf(where)
-  if (eq === undefined || where.length !== 1) return undefined
-  const index = bucket.indexes.get(specOf(eq.field, { field: "id", kind: "text" }).key)
-  if (index === undefined) return undefined
-  const values: ReadonlyArray<EqValue> = eq.op === "eq" ? [eqValue(eq.value)] : Array.from(new Set(eq.values))
-  let count = 0
-  for (const e of values) {
-    count += BTree.countBefore(index.tree, (k) => compareEq(k.e, e) <= 0) -
-      BTree.countBefore(index.tree, (k) => compareEq(k.e, e) < 0)
-  }
-  return count
+  const eq = where[0]
+  if (where.length !== 1 || eq === undefined || (eq.op !== "eq" && eq.op !== "in")) return undefined
+  const index = bucket.indexes.get(specOf(eq.field, byIdKey).key)
+  return index === undefined ? undefined : rangeSize(index, valuesOf(eq))
 }
 
 export const size = (bucket: Bucket | undefined): number => (bucket === undefined ? 0 : BTree.size(bucket.rows))

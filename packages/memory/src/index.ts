@@ -3,7 +3,8 @@
  * State lives as long as the layer; every build starts empty.
  */
 import { Context, Effect, Layer } from "effect"
-import { Idempotency, RateLimitStore, Records, UnitOfWork } from "@syllabus/core"
+import { type AccessPath, accessPaths, Idempotency, RateLimitStore, Records, UnitOfWork } from "@syllabus/core"
+import { indexesOfPath } from "./bucket.js"
 import { makeIdempotency } from "./idempotency.js"
 import { makeRateLimitStore } from "./rate-limit.js"
 import { makeRecords } from "./records.js"
@@ -13,14 +14,22 @@ import { makeStore } from "./state.js"
 export { instrumentation } from "./btree.js"
 export { lockCounters } from "./state.js"
 
-export const MemoryStore: Layer.Layer<Records | UnitOfWork | Idempotency | RateLimitStore> = Layer.scopedContext(
-  Effect.gen(function* () {
-    const store = yield* makeStore
+/**
+ * The store ports in memory, keeping the indexes of `paths` (every access path of the release
+ * by default: `accessPaths()`) in every bucket from its first record, so that no read of a
+ * declared path builds one; an undeclared read builds its index on first use.
+ */
+export const memoryStore = (
+  paths: ReadonlyArray<AccessPath> = accessPaths()
+): Layer.Layer<Records | UnitOfWork | Idempotency | RateLimitStore> =>
+  Layer.scopedContext(Effect.gen(function* () {
+    const store = yield* makeStore(paths.flatMap((path) => indexesOfPath(path).map((spec) => ({ type: path.type, spec }))))
     const rateLimits = yield* makeRateLimitStore
     return Context.make(Records, makeRecords(store)).pipe(
       Context.add(UnitOfWork, UnitOfWork.of({ transaction: store.transaction })),
       Context.add(Idempotency, makeIdempotency(store)),
       Context.add(RateLimitStore, rateLimits)
     )
-  })
-)
+  }))
+
+export const MemoryStore: Layer.Layer<Records | UnitOfWork | Idempotency | RateLimitStore> = memoryStore()

@@ -141,8 +141,12 @@ export const makeRecords = (store: Store): Records["Type"] => {
     })
   })
 
+  /** The index a read asks for: one the type keeps already if one serves it (`pathOf`). */
+  const indexFor = (type: string, where: ReadonlyArray<Where>, sort: Query.SortKey) =>
+    pathOf(where, sort, (spec) => store.knows(type, spec))
+
   const list = Effect.fnUntraced(function* (tenant: Tenant, type: string, query: ListQuery) {
-    const path = pathOf(query.where, query.sort)
+    const path = indexFor(type, query.where, query.sort)
     const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
     return bucket === undefined ? [] : page(bucket, query.where, query.sort, query.after, query.limit)
   })
@@ -153,7 +157,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
     where: ReadonlyArray<Where>,
     groupBy: ReadonlyArray<string>
   ) {
-    const path = pathOf(where, byId)
+    const path = indexFor(type, where, byId)
     const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
     if (groupBy.length === 0) {
       if (where.length === 0) return [{ key: [], count: size(bucket) }]
@@ -169,7 +173,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
   // Housekeeping reads every tenant's committed buckets of one type, through the index of the
   // condition, and locks nothing: a client never sees its result.
   const scan = Effect.fnUntraced(function* (type: string, where: ReadonlyArray<Where>, limit: number) {
-    const path = pathOf(where, byId)
+    const path = indexFor(type, where, byId)
     const buckets = yield* store.bucketsOfType(type, path === undefined ? [] : [path])
     const found: Array<StoredRecord> = []
     for (const bucket of buckets) found.push(...page(bucket, where, byId, undefined, limit))

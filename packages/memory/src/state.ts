@@ -100,6 +100,8 @@ export interface Store {
    * `specs` (built on first use, then kept by every write to the type).
    */
   readonly bucket: (tenant: Tenant, type: string, specs?: ReadonlyArray<IndexSpec>) => Effect.Effect<Bucket | undefined>
+  /** Whether every bucket of `type` keeps the index of `spec` (declared, or asked for before). */
+  readonly knows: (type: string, spec: IndexSpec) => boolean
   /** Write a bucket in the current transaction, or in a transaction of its own outside of one. */
   readonly modify: <A, E>(tenant: Tenant, type: string, modify: Modify<A, E>) => Effect.Effect<A, E>
   readonly findGlobal: (key: string) => Effect.Effect<Address | undefined>
@@ -159,7 +161,14 @@ const outcomeOf = (result: Either.Either<readonly [unknown, State], unknown>): s
 /** Locks taken and waited for since the store was made: a test's window on contention. */
 export const lockCounters = { waits: 0, lostRaces: 0 }
 
-export const makeStore: Effect.Effect<Store, never, Scope.Scope> = Effect.gen(function* () {
+/**
+ * A store that keeps, in every bucket of a type from its first record, the indexes `declared`
+ * for the type (the access paths of the release: `index.ts`); an index no declaration names is
+ * built the first time a read asks for it, and kept from then on.
+ */
+export const makeStore = (
+  declared: ReadonlyArray<{ readonly type: string; readonly spec: IndexSpec }> = []
+): Effect.Effect<Store, never, Scope.Scope> => Effect.gen(function* () {
   // The committed state. Mutated only in synchronous steps (a commit, a write outside a
   // transaction), so a reader never sees half of one.
   const committed = new Map<string, Bucket>()
@@ -187,6 +196,10 @@ export const makeStore: Effect.Effect<Store, never, Scope.Scope> = Effect.gen(fu
     const known = specsOf(type)
     for (const spec of asked) if (!known.has(spec.key)) known.set(spec.key, spec)
   }
+
+  for (const { spec, type } of declared) register(type, [spec])
+
+  const knows = (type: string, spec: IndexSpec): boolean => specs.get(type)?.has(spec.key) === true
 
   const publish = (key: string, bucket: Bucket): void => {
     if (!committed.has(key)) {
@@ -435,6 +448,6 @@ export const makeStore: Effect.Effect<Store, never, Scope.Scope> = Effect.gen(fu
       return Array.from(types)
     })
 
-  return { read, write, transaction, bucket, modify, findGlobal, bucketsOfType, typesOf }
+  return { read, write, transaction, bucket, knows, modify, findGlobal, bucketsOfType, typesOf }
 })
 

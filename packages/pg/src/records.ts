@@ -110,35 +110,57 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
       : sql`${value} DESC NULLS LAST, id DESC`
   }
 
-  /** Rows strictly after `after` in the order of `orderBy`. */
-  const afterCondition = (sort: SortSpec, after: NonNullable<ListQuery["after"]>): Fragment => {
+  /**
+   * Rows strictly after `after` in the order of `orderBy`, as one or two ranges of the sort's
+   * index, in that order: each a condition the index seeks to (a row comparison `(value, id)`,
+   * `IS NULL`, `IS NOT NULL`), never an `OR` the planner can only filter by while it walks the
+   * index from its start. Nulls come first ascending and last descending:
+   * - ascending after a value: the row comparison (every null is before);
+   * - ascending after a null: the nulls after its id, then every non-null;
+   * - descending after a value: the row comparison, then every null;
+   * - descending after a null: the nulls before its id.
+   */
+  const afterRanges = (sort: SortSpec, after: NonNullable<ListQuery["after"]>): ReadonlyArray<Fragment> => {
     const asc = sort.direction === "asc"
-    if (sort.field === "id") return asc ? sql`(id > ${after.id})` : sql`(id < ${after.id})`
+    if (sort.field === "id") return [asc ? sql`(id > ${after.id})` : sql`(id < ${after.id})`]
     const value = sortValue(sort)
     // A position value of the wrong kind is null, as a stored value of the wrong kind is.
     const bound = sort.kind === "number"
       ? typeof after.value === "number" ? sql`${after.value}::numeric` : undefined
       : typeof after.value === "string" ? sql`(${after.value}::text COLLATE "C")` : undefined
     if (bound === undefined) {
-      // Nulls come first ascending (so every non-null is after), last descending.
       return asc
-        ? sql`(${value} IS NOT NULL OR id > ${after.id})`
-        : sql`(${value} IS NULL AND id < ${after.id})`
+        ? [sql`(${value} IS NULL AND id > ${after.id})`, sql`(${value} IS NOT NULL)`]
+        : [sql`(${value} IS NULL AND id < ${after.id})`]
     }
     return asc
-      ? sql`(${value} > ${bound} OR (${value} = ${bound} AND id > ${after.id}))`
-      : sql`(${value} < ${bound} OR (${value} = ${bound} AND id < ${after.id}) OR ${value} IS NULL)`
+      ? [sql`((${value}, id) > (${bound}, ${after.id}))`]
+      : [sql`((${value}, id) < (${bound}, ${after.id}))`, sql`(${value} IS NULL)`]
   }
 
-  /** The page `Records.list` reads. */
+  /**
+   * The page `Records.list` reads. After a position that leaves two ranges, each range is a
+   * page of its own (an index seek, at most `limit` rows) and the page is the first `limit`
+   * rows of both, in order.
+   */
   const list = (tenant: Tenant, type: string, query: ListQuery): Statement<RecordRow> => {
-    const conditions = [filter(tenant, type, query.where)]
-    if (query.after !== undefined) conditions.push(afterCondition(query.sort, query.after))
-    return sql<RecordRow>`
-      SELECT ${columns} FROM records
-      WHERE ${sql.and(conditions)}
+    const base = filter(tenant, type, query.where)
+    const limit = Math.max(0, Math.floor(query.limit))
+    const ranges = query.after === undefined ? [undefined] : afterRanges(query.sort, query.after)
+    const page = (range: Fragment | undefined, extra: Fragment) => sql`
+      SELECT ${columns}${extra} FROM records
+      WHERE ${range === undefined ? base : sql.and([base, range])}
       ORDER BY ${orderBy(query.sort)}
-      LIMIT ${Math.max(0, Math.floor(query.limit))}`
+      LIMIT ${limit}`
+    if (ranges.length === 1) return sql<RecordRow>`${page(ranges[0], sql``)}`
+    // Two ranges: `k` is the sort value, to order the union by (the ranges are ordered already:
+    // the sort is of at most 2 × limit rows).
+    const ordered = sql`k ${sql.literal(query.sort.direction === "asc" ? "ASC NULLS FIRST, id ASC" : "DESC NULLS LAST, id DESC")}`
+    const parts = ranges.map((range) => sql`(${page(range, sql`, ${sortValue(query.sort)} AS k`)})`)
+    return sql<RecordRow>`
+      SELECT ${columns} FROM (${sql.join(" UNION ALL ", false)(parts)}) AS page
+      ORDER BY ${ordered}
+      LIMIT ${limit}`
   }
 
   /** Housekeeping across tenants: `Records.scan`. */
