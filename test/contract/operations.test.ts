@@ -40,6 +40,30 @@ eachStore("operations", (h) => {
     expect(listed.body.data.map((o: { id: string }) => o.id)).toContain(operation.id)
   })
 
+  it("items run in chunks, yet one failing item fails alone: the rest of its chunk and the others succeed, each with its own result", async () => {
+    const created = await post(h(), "/operations", {
+      type: "showcases.create",
+      items: Array.from({ length: 60 }, (_, i) => ({ key: `s${i}`, name: `Chunked ${i}` }))
+    })
+    const made = await settled(h(), created.body.data.id)
+    expect(made).toMatchObject({ status: "succeeded", progress: { done: 60, failed: 0, total: 60 } })
+    const createdItems = await get(h(), `/operations/${created.body.data.id}/items?limit=100`)
+    const ids = createdItems.body.data.map((i: { result: { id: string } }) => i.result.id) as Array<string>
+    expect(new Set(ids).size).toBe(60)
+    // Item 31 (in the second chunk) names a showcase that does not exist.
+    const items = ids.map((id, i) => ({ key: `u${i}`, id: i === 31 ? "shw_000000001" : id, name: `Renamed ${i}` }))
+    const updated = await post(h(), "/operations", { type: "showcases.update", items })
+    const done = await settled(h(), updated.body.data.id)
+    expect(done).toMatchObject({ status: "failed", progress: { done: 59, failed: 1, total: 60 } })
+    expect(done.error).toMatchObject({ code: "not_found", resource_id: "shw_000000001" })
+    const listed = await get(h(), `/operations/${updated.body.data.id}/items?limit=100`)
+    const statuses = listed.body.data.map((i: { key: string; status: string }) => [i.key, i.status])
+    expect(statuses.filter(([, status]: [string, string]) => status === "failed")).toEqual([["u31", "failed"]])
+    expect((await get(h(), `/showcases/${ids[30]}`)).body.data.name).toBe("Renamed 30")
+    expect((await get(h(), `/showcases/${ids[32]}`)).body.data.name).toBe("Renamed 32")
+    expect((await get(h(), `/showcases/${ids[31]}`)).body.data.name).toBe("Chunked 31")
+  })
+
   it("a failed operation's error is its first failed item; several failures are items_failed", async () => {
     const one = await post(h(), "/operations", { type: "showcases.update", items: [{ key: "x", id: "shw_000000001", name: "Nope" }] })
     const failed = await settled(h(), one.body.data.id)

@@ -294,10 +294,10 @@ const progressOf = (items: ReadonlyArray<StoredRecord>) => ({
 })
 
 /**
- * Inside an item's unit of work: the operation must still be ours (else the item's writes
- * roll back with `operation_ownership_lost`); renews the lease and counts the item.
+ * Inside a unit of work of items: the operation must still be ours (else the items' writes
+ * roll back with `operation_ownership_lost`); renews the lease and counts the items.
  */
-const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "done" | "failed") =>
+const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "done" | "failed", by = 1) =>
   Effect.gen(function* () {
     const records = yield* Records
     const now = yield* Clock.currentTimeMillis
@@ -310,11 +310,19 @@ const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "d
       tenant,
       OPERATION_TYPE,
       operationId,
-      { ...current.data, progress: { ...progress, [count]: progress[count] + 1 }, lease_until: now + OPERATION_LEASE_MS },
+      { ...current.data, progress: { ...progress, [count]: progress[count] + by }, lease_until: now + OPERATION_LEASE_MS },
       { expectedRevision: current.revision }
     )
     return current
   })
+
+/**
+ * Items run in chunks of this many per unit of work: one transaction, one lease renewal and
+ * one progress update for the chunk, while each item keeps its own writes, events, audit
+ * entries and outcome. A chunk in which an item fails is rolled back whole and run again one
+ * item at a time, so that the failure is that item's alone.
+ */
+export const OPERATION_CHUNK_ITEMS = 25
 
 /** Run the queued items of a claimed operation, then finish it. Stops when canceled or when it lost the lease. */
 const runOperation = (operation: StoredRecord, owner: string) =>
@@ -324,35 +332,40 @@ const runOperation = (operation: StoredRecord, owner: string) =>
     const kinds = yield* OperationKinds
     const kind = kinds.get(String(operation.data.type))
     const caller = workerCaller(operation)
-    const items = yield* itemsOf(operation)
-    for (const item of items) {
-      if (item.data.status !== "queued") continue
-      const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
-      if (!current || current.data.lease_owner !== owner) return // another worker took over
-      if (current.data.cancellation_requested === true) break
-      const payload = (item.data.payload ?? {}) as JsonObject
-      const resourceId = typeof payload.id === "string" ? payload.id : null
-      const ran = yield* Effect.either(
-        uow.transaction(
-          Effect.gen(function* () {
-            if (!kind) return yield* Effect.fail(apiError("operation_type_unknown"))
-            const result = yield* kind.runItem(payload)
-            yield* holdLease(operation.id, operation.tenant, owner, "done")
-            const now = yield* Clock.currentTimeMillis
-            yield* records.update(operation.tenant, OPERATION_ITEM_TYPE, item.id, {
-              ...item.data,
-              status: "succeeded",
-              result,
-              error: null,
-              finished_at: formatTimestamp(now)
-            })
-          }).pipe(Effect.provideService(Caller, caller))
-        )
+    const queued = (yield* itemsOf(operation)).filter((item) => item.data.status === "queued")
+
+    /** An item's write and its `succeeded` record, inside the unit of work of its chunk. */
+    const runItem = (item: StoredRecord) =>
+      Effect.gen(function* () {
+        if (!kind) return yield* Effect.fail(apiError("operation_type_unknown"))
+        const result = yield* kind.runItem((item.data.payload ?? {}) as JsonObject)
+        const now = yield* Clock.currentTimeMillis
+        yield* records.update(operation.tenant, OPERATION_ITEM_TYPE, item.id, {
+          ...item.data,
+          status: "succeeded",
+          result,
+          error: null,
+          finished_at: formatTimestamp(now)
+        })
+      })
+
+    /** The items of `chunk`, all or nothing, under the lease. */
+    const runChunk = (chunk: ReadonlyArray<StoredRecord>) =>
+      uow.transaction(
+        Effect.gen(function* () {
+          for (const item of chunk) yield* runItem(item)
+          yield* holdLease(operation.id, operation.tenant, owner, "done", chunk.length)
+        }).pipe(Effect.provideService(Caller, caller))
       )
-      if (ran._tag === "Left") {
-        const failure = itemFailure(ran.left, resourceId)
-        if (failure.code === "operation_ownership_lost") return
-        // The item failed: recorded as failed, under the lease, in a unit of work of its own.
+
+    /** One item alone; its failure recorded as failed, under the lease, in a unit of work of its own. `false`: stop. */
+    const runAlone = (item: StoredRecord) =>
+      Effect.gen(function* () {
+        const ran = yield* Effect.either(runChunk([item]))
+        if (ran._tag === "Right") return true
+        const payload = (item.data.payload ?? {}) as JsonObject
+        const failure = itemFailure(ran.left, typeof payload.id === "string" ? payload.id : null)
+        if (failure.code === "operation_ownership_lost") return false
         const recorded = yield* Effect.either(
           uow.transaction(
             Effect.gen(function* () {
@@ -367,7 +380,19 @@ const runOperation = (operation: StoredRecord, owner: string) =>
             })
           )
         )
-        if (recorded._tag === "Left") return
+        return recorded._tag === "Right"
+      })
+
+    for (let start = 0; start < queued.length; start += OPERATION_CHUNK_ITEMS) {
+      const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
+      if (!current || current.data.lease_owner !== owner) return // another worker took over
+      if (current.data.cancellation_requested === true) break
+      const chunk = queued.slice(start, start + OPERATION_CHUNK_ITEMS)
+      const ran = chunk.length > 1 ? yield* Effect.either(runChunk(chunk)) : undefined
+      if (ran?._tag === "Right") continue
+      if (ran !== undefined && itemFailure(ran.left, null).code === "operation_ownership_lost") return
+      for (const item of chunk) {
+        if (!(yield* runAlone(item))) return
       }
     }
     yield* finishOperation(operation, owner, caller)
