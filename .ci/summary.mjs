@@ -23,5 +23,6 @@ if (mode === "--expect-self-check") {
   console.error(`self-check: expected 1 passed and 1 failed, the report says ${passed} passed, ${failed} failed`)
   process.exit(1)
 }
+if (report.success === false && failed === 0) console.log("the runner reported errors outside any test (see above): the run fails")
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`)
 process.exit(failed > 0 || report.success === false ? 1 : 0)
