@@ -7,6 +7,7 @@ import {
   ChangeSignals,
   Crypto,
   FileStorage,
+  housekeepingWorker,
   Ids,
   operationKinds,
   OperationKinds,
@@ -104,7 +105,11 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     options.webhookSender ?? NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true })
   )
   const workers =
-    options.workers === false ? Layer.empty : Layer.scopedDiscard(Effect.zipRight(Effect.forkScoped(operationsWorker()), Effect.forkScoped(webhookDeliveryWorker())))
+    options.workers === false
+      ? Layer.empty
+      : Layer.scopedDiscard(
+        Effect.all([Effect.forkScoped(operationsWorker()), Effect.forkScoped(webhookDeliveryWorker()), Effect.forkScoped(housekeepingWorker())])
+      )
   return Layer.provideMerge(
     workers,
     Layer.provideMerge(Layer.merge(services, OperationKinds.layer({ ...batchKinds, ...operationKinds })), options.store)

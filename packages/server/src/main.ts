@@ -10,8 +10,7 @@ import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { pruneRetained, sweepExpiredUploads } from "@syllabus/core"
-import { Console, type Duration, Effect, Layer, Schedule } from "effect"
+import { Console, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { parseArgs } from "node:util"
 import { type AccountRequest, DEMO_ACCOUNT, describeAccount, openAccountFrom } from "./accounts.js"
@@ -67,18 +66,6 @@ const program = Effect.gen(function* () {
     Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
     Layer.provideMerge(services)
   )
-  // Housekeeping: expired upload sessions free their storage every minute; entries past
-  // their retention leave the store every hour.
-  const every = <A, E, R>(interval: Duration.DurationInput, name: string, job: Effect.Effect<A, E, R>) =>
-    Effect.forkScoped(
-      job.pipe(
-        Effect.catchAll((error) => Effect.logWarning(`${name} failed`, error)),
-        Effect.repeat(Schedule.spaced(interval))
-      )
-    )
-  const retention = Layer.scopedDiscard(
-    Effect.zip(every("1 minute", "upload expiry", sweepExpiredUploads()), every("1 hour", "retention pruning", pruneRetained()))
-  )
   yield* Layer.launch(
     Layer.effectDiscard(
       Effect.gen(function* () {
@@ -90,7 +77,7 @@ const program = Effect.gen(function* () {
           `Syllabus serving /api/v3 on http://${config.host}:${config.port} (${store.kind} store${config.rateLimits === "off" ? ", rate limits off" : ""})`
         )
       })
-    ).pipe(Layer.provideMerge(Layer.merge(server, retention.pipe(Layer.provide(services)))))
+    ).pipe(Layer.provideMerge(server))
   )
 })
 

@@ -22,13 +22,14 @@
  * pass leaves, the next one removes. Passes in several processes at once are safe: removing
  * what is already gone removes nothing.
  */
-import { Clock, Effect } from "effect"
+import { Clock, type Duration, Effect, Schedule } from "effect"
 import { EVENT_RETENTION_MS, EVENT_TYPE } from "../events/events.js"
 import { WEBHOOK_ATTEMPT_TYPE, WEBHOOK_DELIVERY_RETENTION_MS, WEBHOOK_DELIVERY_TYPE } from "../events/webhook-delivery.js"
 import { pruneExpiredReceipts } from "../idempotency/idempotency.js"
 import { OPERATION_ITEM_TYPE, OPERATION_RETENTION_MS, OPERATION_TYPE } from "../operations/operations.js"
 import { type AccessPath, housekeepingPath, Records } from "../ports/store.js"
 import { formatTimestamp } from "../records/time.js"
+import { sweepExpiredUploads } from "../uploads/uploads.js"
 import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
 
 /** Records removed per store step. */
@@ -76,3 +77,21 @@ export const pruneRetained = Effect.fn("Retention.prune")(function* () {
   removed["idempotency_receipt"] = yield* pruneExpiredReceipts()
   return removed
 })
+
+/** A job run now and then every `interval`; a failed pass is logged and the next one comes. */
+const every = <A, E, R>(interval: Duration.DurationInput, name: string, job: Effect.Effect<A, E, R>) =>
+  job.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning(`${name} failed`, cause)),
+    Effect.repeat(Schedule.spaced(interval))
+  )
+
+/**
+ * The housekeeping every server process runs beside its workers (embedded or standalone):
+ * expired upload sessions free their storage every minute, what §8.3 no longer keeps leaves
+ * the store every hour.
+ */
+export const housekeepingWorker = () =>
+  Effect.all([every("1 minute", "upload expiry", sweepExpiredUploads()), every("1 hour", "retention pruning", pruneRetained())], {
+    concurrency: "unbounded",
+    discard: true
+  })
