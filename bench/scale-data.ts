@@ -15,7 +15,7 @@
  *   email `<first>.<last>.<i+1>@example.com`, `blocked` one in 20 (else `active`);
  * - one in 97 of each is in the trash (`deleted: true`, no unique key).
  */
-import { formatId, formatTimestamp, ID_EPOCH_MS, ID_SEQUENCE_BITS, type JsonObject, type UniqueKey } from "@syllabus/core"
+import { formatId, formatTimestamp, ID_EPOCH_MS, ID_SEQUENCE_BITS, newProductSettings, type JsonObject, type UniqueKey } from "@syllabus/core"
 
 export const T0 = Date.UTC(2023, 0, 1)
 const STEP_MS = 30_000
@@ -64,16 +64,7 @@ export const productData = (i: number, account: number): JsonObject => {
     format: i % 4 === 3 ? "blog" : "course",
     status: i % 3 === 0 ? "draft" : "published",
     position: Math.floor(i / SHOWCASES) + 1,
-    lessons_count: 0,
-    modules_count: 0,
-    display: { hide_module_bar: false, show_progress: true },
-    definitions: { alias_product_id: null },
-    offer: {
-      embed: { dynamic: false, url: null },
-      expected_delivery_id: null,
-      free: { class_id: null, duration: null, duration_type: null, enabled: false },
-      url: null
-    },
+    ...newProductSettings,
     created_at: at,
     updated_at: at,
     deleted: trashed(i),

@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net"
 import { expect, it } from "vitest"
 import { expectError } from "../support/expect.js"
 import { eachStore, freshKey, type Harness } from "../support/harness.js"
+import { eventually } from "../support/eventually.js"
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
@@ -31,18 +32,6 @@ const api = (h: Harness, env: Env = "production") => ({
 
 const idsOf = (res: { body: { data: ReadonlyArray<{ id: string }> } }) => res.body.data.map((item) => item.id)
 
-/** Retry an assertion until it holds (workers poll every few hundred ms). */
-const eventually = async <A>(check: () => Promise<A>, timeoutMs = 15_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-}
 
 /** Poll until the operation has finished. */
 const settled = (h: Harness, id: string) =>

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeWebhookSender } from "../../packages/http/src/webhook-sender.js"
 import { eachStore, freshKey, type Harness, startHarness } from "../support/harness.js"
 import { expectError } from "../support/expect.js"
+import { eventually } from "../support/eventually.js"
 
 const SECOND = 1000
 const MINUTE = 60 * SECOND
@@ -75,18 +76,6 @@ const receiver = async (answer: (n: number) => Answer = () => ({ status: 200, bo
   }
 }
 
-/** Retry an assertion until it holds (the worker polls about every 200 ms). */
-const eventually = async <A>(check: () => Promise<A>, timeoutMs = 15_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-}
 
 const headersOf = (r: Received) => ({
   "webhook-id": String(r.headers["webhook-id"]),

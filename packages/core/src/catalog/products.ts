@@ -117,6 +117,21 @@ const showcaseCount = (tenant: Tenant, showcaseId: string) =>
     return last === undefined ? 0 : Number(last.data.position)
   })
 
+/** What a new product holds besides what its create body says. */
+export const newProductSettings = {
+  // Kept by the content group (`adjustProductCounts`).
+  lessons_count: 0,
+  modules_count: 0,
+  display: { hide_module_bar: false, show_progress: true },
+  definitions: { alias_product_id: null },
+  offer: {
+    embed: { dynamic: false, url: null },
+    expected_delivery_id: null,
+    free: { class_id: null, duration: null, duration_type: null, enabled: false },
+    url: null
+  }
+} as const satisfies JsonObject
+
 /** 1-based; absent or above the count of the others: last. */
 const clampPosition = (requested: number | undefined, others: number): number => Math.min(requested ?? others + 1, others + 1)
 
@@ -281,17 +296,7 @@ export const products: ResourceDefinition = defineResource({
         format: body.format,
         status: "draft",
         position: clampPosition(body.position, others),
-        // Kept by the content group (`adjustProductCounts`).
-        lessons_count: 0,
-        modules_count: 0,
-        display: { hide_module_bar: false, show_progress: true },
-        definitions: { alias_product_id: null },
-        offer: {
-          embed: { dynamic: false, url: null },
-          expected_delivery_id: null,
-          free: { class_id: null, duration: null, duration_type: null, enabled: false },
-          url: null
-        }
+        ...newProductSettings
       }
     }),
   change: (current, patch, context) =>
