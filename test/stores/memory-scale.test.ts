@@ -280,7 +280,14 @@ describe("memory store: ordered indexes", () => {
         [{ field: "status", op: "in", values: ["open", "draft", "open"] }],
         [{ field: "status", op: "in", values: [] }],
         [{ field: "status", op: "eq", value: "closed" }, { field: "rank", op: "gte", value: 1 }],
-        [{ field: "title", op: "contains", value: "B" }]
+        [{ field: "title", op: "contains", value: "B" }],
+        // Range conditions on the sort field bound the walk; of the other kind they match nothing.
+        [{ field: "rank", op: "gt", value: 0 }, { field: "rank", op: "lte", value: 100 }],
+        [{ field: "rank", op: "gte", value: -1.5 }, { field: "rank", op: "lt", value: 2 }, { field: "status", op: "eq", value: "open" }],
+        [{ field: "title", op: "gte", value: "B" }, { field: "title", op: "lt", value: "b" }],
+        [{ field: "title", op: "gt", value: "a" }],
+        [{ field: "rank", op: "lte", value: "7" }],
+        [{ field: "title", op: "gt", value: 3 }]
       ]
       for (const sort of sorts) {
         for (const where of filters) {
@@ -334,7 +341,11 @@ describe("memory store: ordered indexes", () => {
         { where: published, sort: byName, after: { value: "Product 5", id: "prod_00025000" }, limit: 50 },
         { where: published, sort: { field: "id", kind: "text", direction: "desc" }, limit: 50 },
         { where: [], sort: { field: "id", kind: "text", direction: "asc" }, after: { value: "prod_00037500", id: "prod_00037500" }, limit: 50 },
-        { where: [{ field: "status", op: "in", values: ["draft", "archived"] }], sort: { field: "position", kind: "number", direction: "desc" }, limit: 50 }
+        { where: [{ field: "status", op: "in", values: ["draft", "archived"] }], sort: { field: "position", kind: "number", direction: "desc" }, limit: 50 },
+        // A range on the sort field starts at its bound (how a product is placed: from its position on).
+        { where: [{ field: "position", op: "gte", value: 40_000 }], sort: { field: "position", kind: "number", direction: "asc" }, limit: 50 },
+        { where: [{ field: "position", op: "lte", value: 10_000 }], sort: { field: "position", kind: "number", direction: "desc" }, limit: 50 },
+        { where: [{ field: "status", op: "eq", value: "draft" }, { field: "position", op: "gt", value: 45_000 }], sort: { field: "position", kind: "number", direction: "asc" }, limit: 50 }
       ]
       for (const query of queries) {
         yield* records.list(tenantA, "product", query) // builds the index on first use

@@ -14,7 +14,7 @@
 import { HashMap, Option } from "effect"
 import type { AccessPath, ListQuery, StoredRecord, Tenant, UniqueKey, Where } from "@syllabus/core"
 import * as BTree from "./btree.js"
-import { asSortValue, comparePositions, fieldOf, matchesAll, type SortKey, type SortValue } from "./query.js"
+import { asSortValue, comparePositions, compareScalars, fieldOf, matchesAll, type SortKey, type SortValue } from "./query.js"
 
 /** A stored record and the unique keys it holds. */
 export interface Entry {
@@ -260,25 +260,71 @@ const chosen = (
   return best
 }
 
-/** Entries of one equality value (or all), in order, strictly after `after` (value, id) if given. */
+/**
+ * The bounds a read's range conditions (`gt`, `gte`, `lt`, `lte`) put on its sort field, as
+ * tests on a sort value: a range starts at its lower bound and stops past its upper one instead
+ * of walking the whole equality group (placing a product reads from its position on, not from
+ * the first). Conditions of another kind than the sort's match nothing and are left to
+ * `matchesAll`.
+ */
+interface Bounds {
+  /** Below every lower bound (null is lowest: below any). */
+  readonly below: (v: SortValue) => boolean
+  /** Above some upper bound. */
+  readonly above: (v: SortValue) => boolean
+}
+
+const boundsOf = (where: ReadonlyArray<Where>, sort: SortKey): Bounds => {
+  const kind = sort.kind === "number" ? "number" : "string"
+  const lower: Array<{ readonly value: string | number; readonly inclusive: boolean }> = []
+  const upper: Array<{ readonly value: string | number; readonly inclusive: boolean }> = []
+  for (const w of where) {
+    if (w.field !== sort.field || sort.field === "id") continue
+    if ((w.op === "gt" || w.op === "gte") && typeof w.value === kind) lower.push({ value: w.value, inclusive: w.op === "gte" })
+    if ((w.op === "lt" || w.op === "lte") && typeof w.value === kind) upper.push({ value: w.value, inclusive: w.op === "lte" })
+  }
+  return {
+    below: (v) =>
+      lower.some((b) => {
+        if (v === null) return true
+        const c = compareScalars(v, b.value)
+        return b.inclusive ? c < 0 : c <= 0
+      }),
+    above: (v) =>
+      upper.some((b) => {
+        if (v === null) return false
+        const c = compareScalars(v, b.value)
+        return b.inclusive ? c > 0 : c >= 0
+      })
+  }
+}
+
+/**
+ * Entries of one equality value (or all), in order, strictly after `after` (value, id) if
+ * given, within `bounds`: O(log n) to the first, one step per entry after it.
+ */
 function* range(
   index: Index,
   e: EqValue,
   after: { readonly v: SortValue; readonly id: string } | undefined,
-  descending: boolean
+  descending: boolean,
+  bounds: Bounds
 ): Generator<IndexKey & { readonly entry: Entry }> {
   const filtered = index.spec.eq !== undefined
   const iterator = descending
     ? BTree.descending(index.tree, (k) => {
       const c = filtered ? compareEq(k.e, e) : 0
-      return c > 0 || (c === 0 && after !== undefined && comparePositions(k.v, k.id, after.v, after.id) >= 0)
+      return c > 0 ||
+        (c === 0 && (bounds.above(k.v) || (after !== undefined && comparePositions(k.v, k.id, after.v, after.id) >= 0)))
     })
     : BTree.ascending(index.tree, (k) => {
       const c = filtered ? compareEq(k.e, e) : 0
-      return c < 0 || (c === 0 && after !== undefined && comparePositions(k.v, k.id, after.v, after.id) <= 0)
+      return c < 0 ||
+        (c === 0 && (bounds.below(k.v) || (after !== undefined && comparePositions(k.v, k.id, after.v, after.id) <= 0)))
     })
   for (const [key, entry] of iterator) {
     if (filtered && compareEq(key.e, e) !== 0) return
+    if (descending ? bounds.below(key.v) : bounds.above(key.v)) return
     yield { ...key, entry }
   }
 }
@@ -336,11 +382,12 @@ export function* ordered(
     })()
   } else {
     const { index, values } = path
+    const bounds = boundsOf(where, sort)
     source = values.length === 1
       ? (function*() {
-        for (const item of range(index, values[0]!, position, descending)) yield item.entry
+        for (const item of range(index, values[0]!, position, descending, bounds)) yield item.entry
       })()
-      : merge(values.map((e) => range(index, e, position, descending)), descending ? -1 : 1)
+      : merge(values.map((e) => range(index, e, position, descending, bounds)), descending ? -1 : 1)
   }
   for (const entry of source) {
     if (matchesAll(entry.record, where)) yield entry
