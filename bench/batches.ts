@@ -6,17 +6,46 @@
  *
  *   node --import tsx bench/batches.ts
  *   BENCH_ITEMS=1000 BENCH_STORES=postgresql node --import tsx bench/batches.ts
+ *   BENCH_COUNT_SQL=1 BENCH_ITEMS=100 BENCH_STORES=postgresql node --import tsx bench/batches.ts   # SQL per item
  */
 import { makeNodeListener } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
 import { Effect, Exit, Scope } from "effect"
 import { createServer } from "node:http"
+import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import { freshDatabase } from "./pg.js"
 
 const ITEMS = Number(process.env["BENCH_ITEMS"] ?? 1000)
 const stores = (process.env["BENCH_STORES"] ?? "memory,postgresql").split(",")
+
+/** With `BENCH_COUNT_SQL=1`: every statement the `pg` driver sends, by its first 100 characters, and the ms until its answer. */
+const statements = new Map<string, number>()
+const waited = new Map<string, number>()
+if (process.env["BENCH_COUNT_SQL"] === "1") {
+  const pg = createRequire(import.meta.resolve("@effect/sql-pg"))("pg") as {
+    Client: { prototype: { query: (...args: Array<unknown>) => unknown } }
+  }
+  const query = pg.Client.prototype.query
+  pg.Client.prototype.query = function(this: unknown, ...args: Array<unknown>) {
+    const first = args[0] as string | { text?: string } | undefined
+    const params = (typeof first === "string" ? args[1] : (first as { values?: unknown })?.values) as Array<unknown> | undefined
+    // The record type, where the statement takes it as its third parameter (the store's writes and reads by id).
+    const type = Array.isArray(params) && typeof params[2] === "string" && /^[a-z_]+$/.test(params[2]) ? `[${params[2]}] ` : ""
+    const text = type + (typeof first === "string" ? first : (first?.text ?? "?")).replace(/\s+/g, " ").trim().slice(0, 90)
+    statements.set(text, (statements.get(text) ?? 0) + 1)
+    const callback = args.at(-1)
+    if (typeof callback === "function") {
+      const sent = performance.now()
+      args[args.length - 1] = (...result: Array<unknown>) => {
+        waited.set(text, (waited.get(text) ?? 0) + performance.now() - sent)
+        return callback(...result)
+      }
+    }
+    return query.apply(this, args)
+  }
+}
 
 const run = async (store: string) => {
   const scope = Effect.runSync(Scope.make())
@@ -42,6 +71,8 @@ const run = async (store: string) => {
   }
   const showcase = (await call("POST", "/showcases", { name: "Bench" })).data.id
   const items = Array.from({ length: ITEMS }, (_, i) => ({ key: `p${i}`, format: "course", name: `Product ${i}`, showcase_id: showcase }))
+  statements.clear()
+  waited.clear()
   const started = performance.now()
   const operation = (await call("POST", "/operations", { type: "products.create", items })).data
   let status = String(operation.status)
@@ -51,6 +82,15 @@ const run = async (store: string) => {
   }
   const seconds = (performance.now() - started) / 1000
   console.log(`${store}: ${ITEMS} products.create items ${status} in ${seconds.toFixed(1)} s: ${Math.round(ITEMS / seconds)} items/s`)
+  if (statements.size > 0) {
+    const total = Array.from(statements.values()).reduce((a, b) => a + b, 0)
+    console.log(`  SQL statements: ${(total / ITEMS).toFixed(1)} per item (polls of the status included)`)
+    console.log("  per item  ms each  statement")
+    for (const [text, n] of [...statements].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
+      const ms = (waited.get(text) ?? 0) / n
+      console.log(`  ${(n / ITEMS).toFixed(2).padStart(8)}  ${ms.toFixed(2).padStart(7)}  ${text}`)
+    }
+  }
   await new Promise<void>((resolve) => server.close(() => resolve()))
   await app.dispose()
   await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -115,6 +115,46 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           yield* records.insert(newTenant(), "course", "crs_1", { n: 5 })
         }))
 
+      it.effect("insertMany stores every row at revision 1, in and out of a unit of work, over several statements", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          // More rows than one statement of the PostgreSQL store takes (500).
+          const rows = Array.from({ length: 1_203 }, (_, i) => ({ id: `itm_${String(i).padStart(5, "0")}`, data: { n: i, note: "é\"'\\" } }))
+          const inserted = yield* records.insertMany(tenant, "item", rows)
+          expect(inserted).toHaveLength(rows.length)
+          expect(yield* records.get(tenant, "item", "itm_01202")).toEqual({ type: "item", id: "itm_01202", tenant, revision: 1, data: { n: 1202, note: "é\"'\\" } })
+          expect(yield* records.count(tenant, "item", [], [])).toEqual([{ key: [], count: 1_203 }])
+          yield* uow.transaction(records.insertMany(tenant, "other", rows.slice(0, 3)))
+          expect(ids(yield* records.list(tenant, "other", { where: [], sort: byId, limit: 10 }))).toEqual(["itm_00000", "itm_00001", "itm_00002"])
+          expect(yield* records.insertMany(tenant, "other", [])).toEqual([])
+        }))
+
+      it.effect("insertMany is all or nothing: one id taken (in the store or twice in the call) keeps none of them", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* records.insert(tenant, "item", "itm_taken", { n: 0 })
+          const rows = Array.from({ length: 700 }, (_, i) => ({ id: i === 650 ? "itm_taken" : `itm_${i}`, data: { n: i } }))
+          expect(yield* Effect.flip(records.insertMany(tenant, "item", rows))).toEqual(new UniqueViolation({ name: "id" }))
+          expect(yield* records.count(tenant, "item", [], [])).toEqual([{ key: [], count: 1 }])
+          const twice = [{ id: "itm_x", data: {} }, { id: "itm_x", data: {} }]
+          expect(yield* Effect.flip(records.insertMany(tenant, "item", twice))).toEqual(new UniqueViolation({ name: "id" }))
+          // Inside a unit of work, the refusal leaves the unit's other writes usable.
+          const kept = yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "item", "itm_before", { n: 1 })
+              const refused = yield* Effect.flip(records.insertMany(tenant, "item", rows))
+              yield* records.insert(tenant, "item", "itm_after", { n: 2 })
+              return refused
+            })
+          )
+          expect(kept).toEqual(new UniqueViolation({ name: "id" }))
+          expect(ids(yield* records.list(tenant, "item", { where: [], sort: byId, limit: 10 }))).toEqual(["itm_after", "itm_before", "itm_taken"])
+        }))
+
       it.effect("tenant keys are unique within (tenant, type, name)", () =>
         Effect.gen(function* () {
           const records = yield* Records

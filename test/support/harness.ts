@@ -81,6 +81,7 @@ const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<Fau
         get: r(records.get),
         findUnique: r(records.findUnique),
         insert: r(records.insert),
+        insertMany: r(records.insertMany),
         update: r(records.update),
         remove: r(records.remove),
         list: r(records.list),

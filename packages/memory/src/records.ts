@@ -106,6 +106,28 @@ export const makeRecords = (store: Store): Records["Type"] => {
     })
   })
 
+  const insertMany = Effect.fnUntraced(function* (
+    tenant: Tenant,
+    type: string,
+    rows: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>
+  ) {
+    const entries: ReadonlyArray<Entry> = rows.map(({ data, id }) =>
+      frozenCopy({
+        record: { type, id, tenant: { accountId: tenant.accountId, environment: tenant.environment }, revision: 1, data },
+        uniques: []
+      })
+    )
+    return yield* store.modify<ReadonlyArray<StoredRecord>, UniqueViolation>(tenant, type, (bucket) => {
+      let next = bucket
+      for (const entry of entries) {
+        // Nothing is kept of a refused call: the bucket is only replaced on success.
+        if (lookup(next, entry.record.id) !== undefined) return Either.left(new UniqueViolation({ name: "id" }))
+        next = putEntry(next, entry, undefined, globalKeyOf(type))
+      }
+      return Either.right([entries.map((entry) => entry.record), next] as const)
+    })
+  })
+
   const update = Effect.fnUntraced(function* (
     tenant: Tenant,
     type: string,
@@ -221,5 +243,5 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return removed
   })
 
-  return Records.of({ get, findUnique, insert, update, remove, list, count, scan, purge, prune })
+  return Records.of({ get, findUnique, insert, insertMany, update, remove, list, count, scan, purge, prune })
 }

@@ -319,6 +319,35 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return yield* transaction(Effect.tap(insertRow, () => addKeys(tenant, type, id, uniques)))
   })
 
+  /** Rows per statement of `insertMany`: one parameter (a JSON array) each, whatever the count. */
+  const insertManyRows = 500
+
+  const insertMany = Effect.fnUntraced(function*(
+    tenant: Tenant,
+    type: string,
+    rows: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>
+  ) {
+    if (rows.length === 0) return []
+    const statement = (part: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>) =>
+      sql<RecordRow>`
+        INSERT INTO records (account_id, environment, type, id, revision, data)
+        SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, row.id, 1, row.data
+        FROM jsonb_to_recordset(${JSON.stringify(part)}::jsonb) AS row(id text, data jsonb)
+        ON CONFLICT DO NOTHING
+        RETURNING ${columns}`.pipe(
+        unavailable,
+        // A conflict inserts the others: fail, and the savepoint takes them back.
+        Effect.flatMap((inserted) =>
+          inserted.length < part.length
+            ? Effect.fail(new UniqueViolation({ name: "id" }))
+            : Effect.succeed(inserted.map(toRecord))
+        )
+      )
+    const parts: Array<ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>> = []
+    for (let start = 0; start < rows.length; start += insertManyRows) parts.push(rows.slice(start, start + insertManyRows))
+    return yield* transaction(Effect.map(Effect.forEach(parts, statement), (inserted) => inserted.flat()))
+  })
+
   const update = Effect.fnUntraced(function*(
     tenant: Tenant,
     type: string,
@@ -421,5 +450,5 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  return { get, findUnique, insert, update, remove, list, count, scan, purge, prune }
+  return { get, findUnique, insert, insertMany, update, remove, list, count, scan, purge, prune }
 }

@@ -211,10 +211,15 @@ const activeWebhooks = (tenant: Tenant) =>
 
 const tenantKey = (tenant: Tenant) => `${tenant.accountId}:${tenant.environment}`
 
+/** Events of one tenant fanned out in one unit of work (one commit for a whole batch's events). */
+const FANOUT_GROUP = 50
+
 /**
- * Fan out the events not yet fanned out: in one unit of work per event, its deliveries and
- * the mark on the event (a conditional update: of two workers, one wins and the other's
- * deliveries roll back). A webhook receives the events recorded after it was created.
+ * Fan out the events not yet fanned out: for each event, its deliveries and the mark on the
+ * event (a conditional update: of two workers, one wins and the other's deliveries roll back).
+ * The events of one tenant go in units of work of up to `FANOUT_GROUP`; a unit that loses a
+ * race is run again one event per unit, so that the loss is that event's alone. A webhook
+ * receives the events recorded after it was created.
  */
 const fanOut = (batch: number) =>
   Effect.gen(function* () {
@@ -222,33 +227,56 @@ const fanOut = (batch: number) =>
     const uow = yield* UnitOfWork
     const ids = yield* Ids
     const events = yield* records.scan(EVENT_TYPE, [{ field: "webhook_fanout", op: "eq", value: null }], batch)
-    const hooks = new Map<string, ReadonlyArray<StoredRecord>>()
-    const touched = new Map<string, { tenant: Tenant; webhookId: string }>()
+    const byTenant = new Map<string, { tenant: Tenant; events: Array<StoredRecord> }>()
     for (const event of events) {
       const key = tenantKey(event.tenant)
-      if (!hooks.has(key)) hooks.set(key, yield* activeWebhooks(event.tenant))
-      const targets = hooks
-        .get(key)!
-        .filter((w) => String(w.data.created_at) <= String(event.data.created_at) && Number(w.data.payload_version) === Number(event.data.version))
-        .filter((w) => webhookReceives(w.data, event.data))
-      const now = yield* Clock.currentTimeMillis
-      const done = yield* uow
-        .transaction(
-          Effect.gen(function* () {
-            const current = yield* records.get(event.tenant, EVENT_TYPE, event.id)
-            if (!current || (current.data.webhook_fanout ?? null) !== null) return false
-            for (const webhook of targets) {
-              const id = yield* ids.next("webhook_delivery")
-              yield* records.insert(event.tenant, WEBHOOK_DELIVERY_TYPE, id, newDelivery(webhook, current.data, "automatic", id, now))
-            }
-            yield* records.update(event.tenant, EVENT_TYPE, event.id, { ...current.data, webhook_fanout: targets.length }, {
-              expectedRevision: current.revision
-            })
-            return true
+      const group = byTenant.get(key) ?? { tenant: event.tenant, events: [] }
+      group.events.push(event)
+      byTenant.set(key, group)
+    }
+    const touched = new Map<string, { tenant: Tenant; webhookId: string }>()
+    for (const [key, { tenant, events: ofTenant }] of byTenant) {
+      const hooks = yield* activeWebhooks(tenant)
+      const targetsOf = (event: StoredRecord) =>
+        hooks
+          .filter((w) => String(w.data.created_at) <= String(event.data.created_at) && Number(w.data.payload_version) === Number(event.data.version))
+          .filter((w) => webhookReceives(w.data, event.data))
+      /** Fan out one event inside the caller's unit of work; its targets, or none when another worker did it. */
+      const fanOutOne = (event: StoredRecord, now: number) =>
+        Effect.gen(function* () {
+          const current = yield* records.get(event.tenant, EVENT_TYPE, event.id)
+          if (!current || (current.data.webhook_fanout ?? null) !== null) return []
+          const targets = targetsOf(current)
+          for (const webhook of targets) {
+            const id = yield* ids.next("webhook_delivery")
+            yield* records.insert(event.tenant, WEBHOOK_DELIVERY_TYPE, id, newDelivery(webhook, current.data, "automatic", id, now))
+          }
+          yield* records.update(event.tenant, EVENT_TYPE, event.id, { ...current.data, webhook_fanout: targets.length }, {
+            expectedRevision: current.revision
           })
-        )
-        .pipe(Effect.catchTags({ RevisionConflict: () => Effect.succeed(false), UniqueViolation: () => Effect.succeed(false) }))
-      if (done) for (const w of targets) touched.set(`${key}:${w.id}`, { tenant: event.tenant, webhookId: w.id })
+          return targets
+        })
+      /** Events in one unit of work; the webhooks that got deliveries, or none when it lost a race. */
+      const unit = (group: ReadonlyArray<StoredRecord>) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          return yield* uow.transaction(Effect.map(Effect.forEach(group, (event) => fanOutOne(event, now)), (all) => all.flat()))
+        }).pipe(Effect.either)
+      for (let start = 0; start < ofTenant.length; start += FANOUT_GROUP) {
+        const group = ofTenant.slice(start, start + FANOUT_GROUP)
+        const ran = yield* unit(group)
+        let targets: ReadonlyArray<StoredRecord> = []
+        if (ran._tag === "Right") targets = ran.right
+        else if (ran.left._tag !== "RevisionConflict" && ran.left._tag !== "UniqueViolation") return yield* Effect.fail(ran.left)
+        else if (group.length > 1) {
+          for (const event of group) {
+            const alone = yield* unit([event])
+            if (alone._tag === "Right") targets = [...targets, ...alone.right]
+            else if (alone.left._tag !== "RevisionConflict" && alone.left._tag !== "UniqueViolation") return yield* Effect.fail(alone.left)
+          }
+        }
+        for (const w of targets) touched.set(`${key}:${w.id}`, { tenant, webhookId: w.id })
+      }
     }
     yield* Effect.forEach(touched.values(), ({ tenant, webhookId }) => refreshHealth(tenant, webhookId), { discard: true })
     return events.length

@@ -129,25 +129,23 @@ export const startOperation = Effect.fn("Operations.start")(function* (
     lease_until: null
   } satisfies JsonObject
   const record = yield* records.insert(caller.tenant, OPERATION_TYPE, id, data).pipe(Effect.mapError(writeUnavailable))
-  yield* Effect.forEach(items, (item) =>
-    Effect.gen(function* () {
-      const itemId = yield* ids.next("operation_item")
-      yield* records
-        .insert(caller.tenant, OPERATION_ITEM_TYPE, itemId, {
-          object: "operation_item",
-          id: itemId,
-          operation_id: id,
-          key: item.key,
-          status: "queued",
-          error: null,
-          result: null,
-          created_at: at,
-          finished_at: null,
-          payload: item.payload
-        })
-        .pipe(Effect.mapError(writeUnavailable))
-    })
-  )
+  const itemRows = yield* Effect.forEach(items, (item) =>
+    Effect.map(ids.next("operation_item"), (itemId) => ({
+      id: itemId,
+      data: {
+        object: "operation_item",
+        id: itemId,
+        operation_id: id,
+        key: item.key,
+        status: "queued",
+        error: null,
+        result: null,
+        created_at: at,
+        finished_at: null,
+        payload: item.payload
+      }
+    })))
+  yield* records.insertMany(caller.tenant, OPERATION_ITEM_TYPE, itemRows).pipe(Effect.mapError(writeUnavailable))
   return operationView(record)
 })
 

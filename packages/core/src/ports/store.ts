@@ -133,6 +133,15 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
       uniques?: ReadonlyArray<UniqueKey>
     ) => Effect.Effect<StoredRecord, StoreUnavailable | UniqueViolation>
     /**
+     * Insert records of one type that hold no unique keys (the items of a batch), in as few
+     * statements as the store allows: all of them, or none (`UniqueViolation` on an id taken).
+     */
+    readonly insertMany: (
+      tenant: Tenant,
+      type: string,
+      rows: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>
+    ) => Effect.Effect<ReadonlyArray<StoredRecord>, StoreUnavailable | UniqueViolation>
+    /**
      * Replace the data of a record. With `expectedRevision`, only if the record is still at
      * that revision (else `RevisionConflict`). `uniques`, when given, replaces the record's keys.
      */
