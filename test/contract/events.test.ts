@@ -66,7 +66,25 @@ eachStore("events", (h) => {
       payload_keys: ["object", "id", "name", "description", "status", "image", "created_at", "updated_at", "deleted", "revision"]
     })
     const types = res.body.data.map((e: { type: string }) => e.type)
-    expect(types).toEqual(expect.arrayContaining(["showcase.trashed", "showcase.restored", "tag_group.deleted", "operation.completed"]))
+    expect(types).toEqual(
+      expect.arrayContaining([
+        "showcase.trashed",
+        "showcase.restored",
+        "tag_group.deleted",
+        "operation.completed",
+        "operation.canceled",
+        // The events of the resources outside the routed machinery, and of the use cases beside it.
+        "user.created",
+        "tag.created",
+        "webhook.secret_rotated",
+        "administrator.two_factor_enabled",
+        "settings.updated",
+        "module.reordered",
+        "navigation_item.reordered"
+      ])
+    )
+    const settings = res.body.data.find((e: { type: string }) => e.type === "settings.updated")
+    expect(settings.payload_keys).toEqual(expect.arrayContaining(["object", "id", "group", "defaults", "updated_at", "revision"]))
   })
 })
 

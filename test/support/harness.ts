@@ -8,6 +8,8 @@ import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import {
   type AccountStatus,
+  environments,
+  eventTypeCatalog,
   FileStorage,
   Idempotency,
   openAccount,
@@ -173,6 +175,8 @@ export interface Harness {
    * whatever reads show; e.g. to see that retention removed what reads already hide.
    */
   storedRecord(tenant: { accountId: string; environment: "production" | "sandbox" }, type: string, id: string): Promise<Record<string, any> | undefined>
+  /** Operator: the types of the events the store holds for the account, in both environments. */
+  eventTypesRecorded(): Promise<ReadonlySet<string>>
   /** The directory of the local file storage (PostgreSQL runs); the memory runs keep files in memory. */
   readonly storageDirectory: string | undefined
   fail(port: FaultyPort, failing?: boolean): void
@@ -297,6 +301,25 @@ export const startHarness = async (
     },
     storedRecord: (tenant, type, id) =>
       run(Effect.flatMap(Records, (records) => records.get(tenant, type, id)).pipe(Effect.map((record) => record?.data))),
+    eventTypesRecorded: () =>
+      run(
+        Effect.gen(function* () {
+          const records = yield* Records
+          const types = new Set<string>()
+          for (const environment of environments) {
+            const tenant = { accountId: account.account.id, environment }
+            let after: { value: string; id: string } | undefined
+            for (;;) {
+              const page = yield* records.list(tenant, "event", { where: [], sort: { field: "id", kind: "text", direction: "asc" }, after, limit: 500 })
+              for (const event of page) types.add(String(event.data.type))
+              const last = page.at(-1)
+              if (page.length < 500 || last === undefined) break
+              after = { value: last.id, id: last.id }
+            }
+          }
+          return types
+        })
+      ),
     storageDirectory,
     fail: (port, on = true) => {
       if (on) failing.add(port)
@@ -329,7 +352,16 @@ export const eachStore = (title: string, body: (h: () => Harness) => void, optio
         harness = await startHarness(store, options)
       }, 60_000)
       afterAll(async () => {
-        await harness?.close()
+        try {
+          // Every event the block's tests made must be in the catalog of GET /event-types (§6).
+          if (harness !== undefined) {
+            const catalog = new Set(eventTypeCatalog.map((entry) => entry.type))
+            const missing = [...(await harness.eventTypesRecorded())].filter((type) => !catalog.has(type))
+            if (missing.length > 0) throw new Error(`events missing from GET /event-types: ${missing.join(", ")}`)
+          }
+        } finally {
+          await harness?.close()
+        }
       }, 60_000)
       body(() => harness!)
     })

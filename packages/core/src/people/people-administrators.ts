@@ -21,7 +21,7 @@ import { emitEvent, previousAttributes } from "../events/events.js"
 import { Crypto } from "../ports/crypto.js"
 import { environments, type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
-import { defineResource, resourceView } from "../records/resource.js"
+import { defineResource, representationFields, resourceView } from "../records/resource.js"
 import { Enum, Text, Timestamp } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
@@ -128,9 +128,16 @@ export const administratorEtag = (record: StoredRecord) => `W/"${ADMINISTRATOR_T
 
 const home = Effect.map(Caller, (caller) => accountTenant(caller.tenant))
 
+/** The events of an administrator's changes (`administrator.<verb>`), as `GET /event-types` lists them. */
+export const administratorEventVerbs = ["created", "updated", "removed", "two_factor_enrollment_started", "two_factor_enabled"] as const
+
+/** The keys of an administrator's representation (and of its events' `data.object`). */
+export const administratorFields: ReadonlyArray<string> = [...representationFields(administrators), "two_factor"]
+
 /** Audit entry and event of a change, in the caller's environment. */
-const recordAdministratorChange = (action: string, after: StoredRecord, before?: StoredRecord) =>
+const recordAdministratorChange = (verb: typeof administratorEventVerbs[number], after: StoredRecord, before?: StoredRecord) =>
   Effect.gen(function* () {
+    const action = `${ADMINISTRATOR_TYPE}.${verb}`
     const view = administratorView(after)
     yield* recordChange(action, { object: ADMINISTRATOR_TYPE, id: after.id })
     yield* emitEvent(action, view, before ? previousAttributes(administratorView(before), view) : null)
@@ -224,7 +231,7 @@ export const createAdministrator = (body: CreateAdministratorInput) =>
         StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
       })
     )
-    yield* recordAdministratorChange("administrator.created", record)
+    yield* recordAdministratorChange("created", record)
     return record
   })
 
@@ -238,7 +245,7 @@ export const updateAdministrator = (id: string, body: UpdateAdministratorInput, 
       ...(body.email !== undefined ? { email: body.email.toLowerCase() } : {}),
       ...(passwordHash !== undefined ? { password_hash: passwordHash } : {})
     })
-    yield* recordAdministratorChange("administrator.updated", saved, current)
+    yield* recordAdministratorChange("updated", saved, current)
     return saved
   })
 
@@ -284,7 +291,7 @@ export const removeAdministrator = (id: string) =>
       two_factor_enrolled_at: null
     })
     yield* unlinkEverywhere(id)
-    yield* recordAdministratorChange("administrator.removed", saved, current)
+    yield* recordAdministratorChange("removed", saved, current)
     return saved
   })
 
@@ -296,7 +303,7 @@ export const startTwoFactorEnrollment = (id: string) =>
     const account = yield* loadAccount(current.tenant.accountId).pipe(Effect.mapError(readUnavailable))
     const secret = base32Encode(crypto.randomBytes(20))
     const saved = yield* save(current, { ...current.data, totp_pending_secret: secret })
-    yield* recordAdministratorChange("administrator.two_factor_enrollment_started", saved, current)
+    yield* recordAdministratorChange("two_factor_enrollment_started", saved, current)
     const issuer = String(account?.data.name ?? "Syllabus")
     const label = encodeURIComponent(`${issuer}:${String(saved.data.email)}`)
     const params = `secret=${secret}&issuer=${encodeURIComponent(issuer)}&algorithm=SHA1&digits=${TOTP_DIGITS}&period=${TOTP_STEP_SECONDS}`
@@ -330,6 +337,6 @@ export const confirmTwoFactorEnrollment = (id: string, code: string) =>
       totp_pending_secret: null,
       two_factor_enrolled_at: formatTimestamp(now)
     })
-    yield* recordAdministratorChange("administrator.two_factor_enabled", saved, current)
+    yield* recordAdministratorChange("two_factor_enabled", saved, current)
     return saved
   })

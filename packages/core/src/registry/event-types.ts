@@ -1,12 +1,17 @@
 /**
  * `GET /event-types`: the catalog of the public events of the release (§6): type, version,
  * visibility and payload keys. Derived from the resource descriptions, so a described
- * resource's events are in the catalog without a line more.
+ * resource's events are in the catalog without a line more; the events of the use cases
+ * outside the machinery (administrators, settings, operations, a webhook's rotation) are
+ * declared beside them. The contract suite checks that every event it sees is listed here.
  */
 import { EVENT_VERSION } from "../events/events.js"
 import { operationFields } from "../operations/operations.js"
+import { ADMINISTRATOR_TYPE } from "../access/credentials.js"
+import { administratorEventVerbs, administratorFields } from "../people/people-administrators.js"
 import { representationFields, type ResourceDefinition } from "../records/resource.js"
-import { resourceDefinitions } from "./resources.js"
+import { SETTINGS_TYPE, settingsFields } from "../site/site-settings.js"
+import { describedResources } from "./resources.js"
 
 export interface EventTypeEntry {
   readonly object: "event_type"
@@ -18,12 +23,17 @@ export interface EventTypeEntry {
   readonly payload_keys: ReadonlyArray<string>
 }
 
-/** Events beyond the lifecycle of every resource (publications, copies, reorders). */
+/**
+ * Events beyond the lifecycle of every resource: publications, copies, a secret's rotation,
+ * and `reordered` for the resources kept at dense positions (a sibling's move shifts them).
+ */
 const extraVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
   product: ["published", "reordered"],
-  module: ["published"],
-  lesson: ["copied", "published"],
-  banner: ["reordered"]
+  module: ["published", "reordered"],
+  lesson: ["copied", "published", "reordered"],
+  banner: ["reordered"],
+  navigation_item: ["reordered"],
+  webhook: ["secret_rotated"]
 }
 
 const lifecycle = (definition: ResourceDefinition): ReadonlyArray<string> => [
@@ -43,9 +53,10 @@ const entry = (resourceType: string, verb: string, keys: ReadonlyArray<string>):
 })
 
 export const eventTypeCatalog: ReadonlyArray<EventTypeEntry> = [
-  ...resourceDefinitions.flatMap((definition) =>
-    lifecycle(definition).map((verb) => entry(definition.type, verb, representationFields(definition)))
-  ),
-  entry("operation", "completed", operationFields),
-  entry("operation", "failed", operationFields)
+  ...describedResources
+    .filter((definition) => definition.type !== ADMINISTRATOR_TYPE)
+    .flatMap((definition) => lifecycle(definition).map((verb) => entry(definition.type, verb, representationFields(definition)))),
+  ...administratorEventVerbs.map((verb) => entry(ADMINISTRATOR_TYPE, verb, administratorFields)),
+  entry(SETTINGS_TYPE, "updated", settingsFields),
+  ...["completed", "failed", "canceled"].map((verb) => entry("operation", verb, operationFields))
 ].sort((a, b) => (a.type < b.type ? -1 : 1))

@@ -261,6 +261,17 @@ const loadSettings = (group: SettingsGroup) =>
     return { record, account: { name: typeof account?.data.name === "string" ? account.data.name : "" } }
   })
 
+/** The keys of a settings group's representation (and of `settings.updated`'s `data.object`), over every group. */
+export const settingsFields: ReadonlyArray<string> = [
+  "object",
+  "id",
+  "group",
+  ...new Set(settingsGroups.flatMap((group) => [...Object.keys(group.values), ...Object.keys(group.managed?.fields ?? {})])),
+  "defaults",
+  "updated_at",
+  "revision"
+]
+
 // ---------------------------------------------------------------------------------------
 // Use cases
 
