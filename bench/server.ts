@@ -4,6 +4,7 @@
  *
  *   node --import tsx bench/server.ts <raw | effect | memory | postgresql>
  *     [--tracing shipped|on|http-off|off] [--experiment none|skip-request-log] [--profile file]
+ *     [--join-database name]
  *
  * It listens on 127.0.0.1 (a free port), then sends `{ type: "ready", port, secret }` over
  * the IPC channel. On `{ type: "stop" }` (or when the parent goes away) it closes the
@@ -19,6 +20,11 @@
  * Servers are assembled from the public API only, the way an embedding would:
  * `syllabusLayer` + `app` from `@syllabus/http`, `NodeHttpServer.makeHandler`, and a
  * `node:http` server; the demo account is opened with `openAccount` from `@syllabus/core`.
+ *
+ * `--join-database <name>` (postgresql only) makes a second server process on the database of
+ * a first one: it neither creates nor drops the database and opens no account (its `ready`
+ * carries no secret). The first process's secret works on it, since the server keys that hash
+ * secrets are kept in the store and shared by every process on one database.
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
@@ -36,7 +42,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
-import { freshDatabase } from "./pg.js"
+import { databaseUrl, freshDatabase } from "./pg.js"
 import { BASELINE_BODY, BASELINE_PATH, type ServerKind, type Experiment, isTracing, type ServerMessage, type Tracing } from "./shared.js"
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void
@@ -120,17 +126,29 @@ const withExperiment = (store: Layer.Layer<StoreServices, unknown>, experiment: 
         })
       ).pipe(Layer.provide(store))
 
-/** The product: the whole pipeline on one store, with a demo account. */
-const syllabusServer = async (store: "memory" | "postgresql", tracing: Tracing, experiment: Experiment): Promise<Built> => {
+/**
+ * The product: the whole pipeline on one store, with a demo account; or, given `joinDatabase`,
+ * on the database (and account) of another server process.
+ */
+const syllabusServer = async (
+  store: "memory" | "postgresql",
+  tracing: Tracing,
+  experiment: Experiment,
+  joinDatabase: string | undefined
+): Promise<Built> => {
+  if (joinDatabase !== undefined && store !== "postgresql") throw new Error("--join-database needs the postgresql server")
   const scope = Effect.runSync(Scope.make())
   let database: string | null = null
   let storeLayer: Layer.Layer<StoreServices, unknown> = MemoryStore
   if (store === "postgresql") {
-    const fresh = await Effect.runPromise(Scope.extend(freshDatabase, scope))
-    database = fresh.name
+    // A joined database belongs to the process that created it: it is not added to this scope, so not dropped here.
+    const { name, url } = joinDatabase !== undefined
+      ? { name: joinDatabase, url: databaseUrl(joinDatabase) }
+      : await Effect.runPromise(Scope.extend(freshDatabase, scope))
+    database = name
     const pool = process.env["BENCH_PG_POOL"]
     // The pool of the standalone server (`pgLayer(url)`, the driver's default size) unless told otherwise.
-    storeLayer = pgLayer(fresh.url, pool ? { maxConnections: Number(pool) } : {})
+    storeLayer = pgLayer(url, pool ? { maxConnections: Number(pool) } : {})
   }
   const runtime = ManagedRuntime.make(
     syllabusLayer({
@@ -154,6 +172,8 @@ const syllabusServer = async (store: "memory" | "postgresql", tracing: Tracing, 
         : HttpMiddleware.withTracerDisabledWhenEffect(makeHandler(app, "on"), () => true)
     )
     const listener = await run(tracing === "shipped" ? shipped : makeHandler(app, tracing))
+    // The first process opened the account; opening another here would give a different secret.
+    if (joinDatabase !== undefined) return { listener, secret: null, database, drainMs: 3_000, dispose }
     const subdomain = `bench-${Date.now().toString(36)}`
     const opened = await run(
       openAccount({
@@ -219,7 +239,8 @@ const main = async () => {
     options: {
       tracing: { type: "string", default: "shipped" },
       profile: { type: "string" },
-      experiment: { type: "string", default: "none" }
+      experiment: { type: "string", default: "none" },
+      "join-database": { type: "string" }
     }
   })
   const profiler = values.profile ? makeProfiler(values.profile) : undefined
@@ -237,7 +258,12 @@ const main = async () => {
         : kind === "effect"
           ? await effectServer(tracing)
           : kind === "memory" || kind === "postgresql"
-            ? await syllabusServer(kind, tracing, values.experiment === "skip-request-log" ? "skip-request-log" : "none")
+            ? await syllabusServer(
+              kind,
+              tracing,
+              values.experiment === "skip-request-log" ? "skip-request-log" : "none",
+              values["join-database"]
+            )
             : (() => {
                 throw new Error(`unknown server kind: ${kind ?? "(none)"}`)
               })()
