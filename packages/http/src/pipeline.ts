@@ -18,6 +18,8 @@ import {
   Ids,
   isId as isPublicIdOf,
   type Json,
+  storableForm,
+  unstorableTextPaths,
   logRequest,
   negotiateLanguage,
   NOT_REPLAYABLE_HEADER,
@@ -91,12 +93,25 @@ const decodeStrict = <S extends Schema.Schema.AnyNoContext>(
   input: unknown,
   location: "field" | "parameter"
 ): Either.Either<Schema.Schema.Type<S>, ApiError> => {
+  // Text no store can keep (core's `records/text.ts`): refused wherever it is, with the rest.
+  const unstorable: Array<DetailItem> = unstorableTextPaths(input as Json).map((path) =>
+    location === "field"
+      ? { field: path, code: "invalid_value", reason: "invalid_characters" }
+      : { parameter: path.replace(/\[\d+\]$/, ""), code: "invalid_value", reason: "invalid_characters" }
+  )
   const result = Schema.decodeUnknownEither(schema)(input, strict)
-  if (Either.isRight(result)) return Either.right(result.right)
-  const details = detailsOf(result.left, location)
+  if (Either.isRight(result) && unstorable.length === 0) return Either.right(result.right)
+  const named = (d: DetailItem) => ({
+    ...d,
+    ...(d.field === undefined ? {} : { field: storableForm(d.field) }),
+    ...(d.parameter === undefined ? {} : { parameter: storableForm(d.parameter) })
+  })
+  const decoded = Either.isLeft(result) ? detailsOf(result.left, location).map(named) : []
   const unknownCode = location === "field" ? "unknown_field" : "unknown_parameter"
-  const unknown = details.filter((d) => d.code === unknownCode)
+  const unknown = decoded.filter((d) => d.code === unknownCode)
   if (location === "parameter" && unknown.length > 0) return Either.left(apiError("unknown_parameter", { details: unknown }))
+  const places = new Set(unstorable.map((d) => d.field ?? d.parameter))
+  const details = [...unstorable, ...decoded.filter((d) => !places.has(d.field ?? d.parameter))]
   // A problem of one kind that has its own code names the error (§7 `unknown_field`, §8.2
   // `too_many_items`); mixed problems are a `validation_failed` listing each.
   const kinds = new Set(details.map((d) => d.code))
@@ -422,12 +437,12 @@ const asApiError = (error: unknown): ApiError =>
 const noQuery = (search: string): Either.Either<Record<string, never>, ApiError> => {
   const names = [...new Set([...new URLSearchParams(search).keys()])]
   if (names.length === 0) return Either.right({})
-  const details: Array<DetailItem> = names.map((parameter) => ({ parameter, code: "unknown_parameter" }))
+  const details: Array<DetailItem> = names.map((parameter) => ({ parameter: storableForm(parameter), code: "unknown_parameter" }))
   return Either.left(apiError("unknown_parameter", { details }))
 }
 
 const noBody = (body: { readonly [key: string]: Json } | undefined): Either.Either<Record<string, never>, ApiError> => {
   const names = Object.keys(body ?? {})
   if (names.length === 0) return Either.right({})
-  return Either.left(apiError("unknown_field", { details: names.map((field) => ({ field, code: "unknown_field" })) }))
+  return Either.left(apiError("unknown_field", { details: names.map((field) => ({ field: storableForm(field), code: "unknown_field" })) }))
 }
