@@ -304,7 +304,8 @@ const housekeepingStatements = (path: AccessPath) =>
 
 layer(StoresLive, { excludeTestServices: true, timeout: "180 seconds" })("PostgreSQL access paths", (it) => {
   describe("every declared read is an index", () => {
-    it.effect("rows of every type in several tenants", () => load)
+    // Loading is the slow part (every type in several tenants); give it room on a busy machine.
+    it.effect("rows of every type in several tenants", () => load, 180_000)
 
     it.effect("every described resource: each sort both ways, the trash, each filter, q", () =>
       Effect.gen(function*() {
