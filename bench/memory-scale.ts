@@ -11,24 +11,45 @@
  *
  * BENCH_MEMORY_MODULE names another build of the store to measure (a path to its `index.ts`),
  * e.g. the previous one checked out elsewhere, for a before/after.
+ *
+ * Products carry `search_text` as `createResource` stores it (name and external id, one a
+ * line), so `q` reads the declared search path. BENCH_SEARCH=off builds the store without the
+ * search paths (`memoryStore` of the other paths): `q` then walks, as before the search index.
+ * With `--expose-gc`, the heap after the load (after a full GC) is printed, per record:
+ *
+ *   node --expose-gc --import tsx bench/memory-scale.ts
+ *   BENCH_SEARCH=off node --expose-gc --import tsx bench/memory-scale.ts
  */
-import { type ListQuery, Records, type Tenant, UnitOfWork } from "@syllabus/core"
+import { type AccessPath, accessPaths, type ListQuery, Records, type Tenant, UnitOfWork } from "@syllabus/core"
 import { Duration, Effect, Fiber, type Layer } from "effect"
 import { performance } from "node:perf_hooks"
 
 const rows = Number(process.env["BENCH_ROWS"] ?? 100_000)
 const runs = Number(process.env["BENCH_RUNS"] ?? 7)
+const search = process.env["BENCH_SEARCH"] !== "off"
 const modulePath = process.env["BENCH_MEMORY_MODULE"] ?? "../packages/memory/src/index.js"
-const { MemoryStore } = (await import(modulePath)) as { MemoryStore: Layer.Layer<Records | UnitOfWork> }
+const { memoryStore } = (await import(modulePath)) as {
+  memoryStore: (paths: ReadonlyArray<AccessPath>) => Layer.Layer<Records | UnitOfWork>
+}
+const MemoryStore = memoryStore(search ? accessPaths() : accessPaths().filter((path) => path.kind !== "search"))
+const gc = (globalThis as { gc?: () => void }).gc
+const heapUsed = () => {
+  gc?.()
+  return process.memoryUsage().heapUsed
+}
 
 const big: Tenant = { accountId: "acc_big", environment: "production" }
 const other = (i: number): Tenant => ({ accountId: `acc_${i}`, environment: "production" })
 const statuses = ["draft", "published", "archived"] as const
 
+const nameOf = (i: number) => `Product ${((i * 7_919) % rows).toString(36)}`
+
 const product = (i: number) => ({
   object: "product",
   id: `prod_${String(i).padStart(10, "0")}`,
-  name: `Product ${((i * 7_919) % rows).toString(36)}`,
+  name: nameOf(i),
+  external_id: `ext-${i}`,
+  search_text: `${nameOf(i)}\next-${i}`,
   status: statuses[i % 3]!,
   position: i,
   deleted: i % 50 === 0,
@@ -54,15 +75,26 @@ const program = Effect.gen(function* () {
         )
       }
     })
+  const heapBefore = heapUsed()
   let start = performance.now()
   yield* load(big, rows)
   for (let t = 0; t < 20; t++) yield* load(other(t), 1_000)
-  console.log(`load: ${rows.toLocaleString("en")} + 20 × 1,000 records in ${fmt(ms(start) / 1000)} s`)
+  console.log(
+    `load: ${rows.toLocaleString("en")} + 20 × 1,000 records in ${fmt(ms(start) / 1000)} s (search index ${search ? "on" : "off"})`
+  )
+  if (gc !== undefined) {
+    const heap = heapUsed() - heapBefore
+    console.log(`heap after the load: ${fmt(heap / 2 ** 20)} MiB, ${fmt(heap / (rows + 20_000))} bytes per record`)
+  }
 
   const middle = product(Math.floor(rows / 2))
   const byName = { field: "name", kind: "text", direction: "asc" } as const
   const live = { field: "deleted", op: "eq", value: false } as const
   const published = { field: "status", op: "eq", value: "published" } as const
+  const q = (value: string) => ({ field: "search_text", op: "contains", value }) as const
+  // A product in the middle whose name is no prefix of another (base 36 of 4 digits at 1M).
+  const rare = nameOf(Math.floor(rows / 2) + 1).toUpperCase()
+  const rareId = `EXT-${Math.floor(rows / 3) + 1}`
   const lists: ReadonlyArray<readonly [string, ListQuery]> = [
     ["first page, sort=name", { where: [live], sort: byName, limit: 51 }],
     ["deep page, sort=name (after the middle)", { where: [live], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
@@ -70,19 +102,30 @@ const program = Effect.gen(function* () {
     ["first page, by id", { where: [live], sort: { field: "id", kind: "text", direction: "asc" }, limit: 51 }],
     ["status=published (default order, by id)", { where: [live, published], sort: { field: "id", kind: "text", direction: "desc" }, limit: 51 }],
     ["status=published, sort=name, deep", { where: [live, published], sort: byName, after: { value: middle.name, id: middle.id }, limit: 51 }],
-    ["q=product (contains, every record matches)", { where: [live, { field: "name", op: "contains", value: "product" }], sort: byName, limit: 51 }]
+    ["q=product (contains, every record matches)", { where: [live, q("product")], sort: byName, limit: 51 }],
+    ["q=product (every record), by id", { where: [live, q("product")], sort: { field: "id", kind: "text", direction: "desc" }, limit: 51 }],
+    ["q=product a (names in a…: 5% at 1M, all at the end of -name), sort=-name", { where: [live, q("product a")], sort: { ...byName, direction: "desc" }, limit: 51 }],
+    [`q=${rare} (a whole name: 1 match)`, { where: [live, q(rare)], sort: byName, limit: 51 }],
+    [`q=${rareId} (1 match), by id`, { where: [live, q(rareId)], sort: { field: "id", kind: "text", direction: "desc" }, limit: 51 }],
+    ["q=zzzq (no match)", { where: [live, q("zzzq")], sort: byName, limit: 51 }]
   ]
   for (const [label, query] of lists) {
     start = performance.now()
     yield* records.list(big, "product", query)
     const first = ms(start)
     const times: Array<number> = []
+    const cpus: Array<number> = []
     for (let r = 0; r < runs; r++) {
       start = performance.now()
+      const cpu = process.cpuUsage()
       yield* records.list(big, "product", query)
       times.push(ms(start))
+      const used = process.cpuUsage(cpu)
+      cpus.push((used.user + used.system) / 1000)
     }
-    console.log(`${label}: ${fmt(median(times))} ms (first call ${fmt(first)} ms)`)
+    // The process's CPU time beside the wall time: on a shared machine a read longer than a
+    // time slice waits for the CPU, which only the wall time counts.
+    console.log(`${label}: ${fmt(median(times))} ms, cpu ${fmt(median(cpus))} ms (first call ${fmt(first)} ms)`)
   }
   const counts: Array<number> = []
   start = performance.now()

@@ -6,6 +6,9 @@
  * Keys are ordered by the tree's comparator. Seeks take a monotone predicate instead of a
  * key ("is this key still before where I start?"), so callers can start after a keyset
  * position, at the first key of an equality prefix, or anywhere else an order allows.
+ *
+ * A tree whose every value is its own key (a set: `add`, the posting lists of `search.ts`)
+ * keeps one array per leaf for both, which halves what its leaves weigh.
  */
 
 /** Nodes visited and keys yielded by seeks and iterations: a test's window on the work a read does. */
@@ -56,7 +59,13 @@ const branch = <K, V>(children: ReadonlyArray<Node<K, V>>): Branch<K, V> => {
   return { leaf: false, keys, children, size }
 }
 
-export const empty = <K, V>(compare: Compare<K>): Tree<K, V> => ({ compare, root: leaf([], []) })
+/** One array for the keys and values of an empty leaf, so that a set's first leaf shares it. */
+const none: ReadonlyArray<never> = Object.freeze([])
+
+/** Whether a leaf's values are its keys (a set's leaf): then they stay one array. */
+const shares = <K, V>(node: Leaf<K, V>): boolean => (node.values as ReadonlyArray<unknown>) === node.keys
+
+export const empty = <K, V>(compare: Compare<K>): Tree<K, V> => ({ compare, root: leaf(none, none) })
 
 export const size = <K, V>(tree: Tree<K, V>): number => tree.root.size
 
@@ -101,21 +110,65 @@ const splice = <A>(items: ReadonlyArray<A>, at: number, remove: number, ...add: 
   return out
 }
 
+/** `items` with `item` inserted at `at`. */
+const inserted = <A>(items: ReadonlyArray<A>, at: number, item: A): Array<A> => {
+  const out: Array<A> = new Array(items.length + 1)
+  for (let i = 0; i < at; i++) out[i] = items[i]!
+  out[at] = item
+  for (let i = at; i < items.length; i++) out[i + 1] = items[i]!
+  return out
+}
+
+/** `items` with `item` in place of the one at `at`. */
+const replaced = <A>(items: ReadonlyArray<A>, at: number, item: A): Array<A> => {
+  const out = items.slice()
+  out[at] = item
+  return out
+}
+
+/**
+ * `node` with its child at `at` replaced by `child` (the common case of a write: no split, no
+ * merge), without going over every child again for the keys and the size.
+ */
+const withChild = <K, V>(node: Branch<K, V>, at: number, child: Node<K, V>): Branch<K, V> => ({
+  leaf: false,
+  keys: replaced(node.keys, at, child.keys[child.keys.length - 1]!),
+  children: replaced(node.children, at, child),
+  size: node.size - node.children[at]!.size + child.size
+})
+
+/**
+ * Where a node of `length` (over MAX) splits after an insert at `at`: in half, except after
+ * an insert at its end (ids made in order, a load), where the left node stays nearly full:
+ * appends would otherwise leave every node half empty for good.
+ */
+const cutOf = (length: number, at: number): number => (at === length - 1 ? length - (MIN >>> 1) : length >>> 1)
+
 /** The node(s) replacing `node` after setting `key`. */
 const setIn = <K, V>(node: Node<K, V>, key: K, value: V, compare: Compare<K>): ReadonlyArray<Node<K, V>> => {
   if (node.leaf) {
     const i = lowerBound(node.keys, key, compare)
     const replace = i < node.keys.length && compare(node.keys[i]!, key) === 0
-    const keys = splice(node.keys, i, replace ? 1 : 0, key)
-    const values = splice(node.values, i, replace ? 1 : 0, value)
+    const keys = replace ? replaced(node.keys, i, key) : inserted(node.keys, i, key)
+    if (shares(node) && (value as unknown) === key) {
+      const own = keys as unknown as Array<V>
+      if (keys.length <= MAX) return [leaf(keys, own)]
+      const cut = cutOf(keys.length, i)
+      const low = keys.slice(0, cut)
+      const high = keys.slice(cut)
+      return [leaf(low, low as unknown as Array<V>), leaf(high, high as unknown as Array<V>)]
+    }
+    const values = replace ? replaced(node.values, i, value) : inserted(node.values, i, value)
     if (keys.length <= MAX) return [leaf(keys, values)]
-    const half = keys.length >>> 1
+    const half = cutOf(keys.length, i)
     return [leaf(keys.slice(0, half), values.slice(0, half)), leaf(keys.slice(half), values.slice(half))]
   }
   const i = Math.min(lowerBound(node.keys, key, compare), node.children.length - 1)
-  const children = splice(node.children, i, 1, ...setIn(node.children[i]!, key, value, compare))
+  const below = setIn(node.children[i]!, key, value, compare)
+  if (below.length === 1) return [withChild(node, i, below[0]!)]
+  const children = splice(node.children, i, 1, ...below)
   if (children.length <= MAX) return [branch(children)]
-  const half = children.length >>> 1
+  const half = cutOf(children.length, i + below.length - 1)
   return [branch(children.slice(0, half)), branch(children.slice(half))]
 }
 
@@ -124,12 +177,20 @@ export const set = <K, V>(tree: Tree<K, V>, key: K, value: V): Tree<K, V> => {
   return { compare: tree.compare, root: nodes.length === 1 ? nodes[0]! : branch(nodes) }
 }
 
+/** A set of keys: a tree whose every value is its key (one array per leaf). */
+export type KeySet<K> = Tree<K, K>
+
+/** `set` with `key` as its own value: the set with `key`. */
+export const add = <K>(tree: KeySet<K>, key: K): KeySet<K> => set(tree, key, key)
+
 /** `node` without `key` (`undefined` when it is left empty); the same node when `key` is absent. */
 const removeIn = <K, V>(node: Node<K, V>, key: K, compare: Compare<K>): Node<K, V> | undefined => {
   const i = lowerBound(node.keys, key, compare)
   if (node.leaf) {
     if (i === node.keys.length || compare(node.keys[i]!, key) !== 0) return node
-    return node.keys.length === 1 ? undefined : leaf(splice(node.keys, i, 1), splice(node.values, i, 1))
+    if (node.keys.length === 1) return undefined
+    const keys = splice(node.keys, i, 1)
+    return leaf(keys, shares(node) ? keys as unknown as Array<V> : splice(node.values, i, 1))
   }
   if (i === node.children.length) return node
   const child = node.children[i]!
@@ -141,20 +202,24 @@ const removeIn = <K, V>(node: Node<K, V>, key: K, compare: Compare<K>): Node<K, 
     const j = i > 0 ? i - 1 : i + 1
     const [a, b] = j < i ? [node.children[j]!, next] : [next, node.children[j]!]
     if (a.keys.length + b.keys.length <= MAX) {
-      const merged: Node<K, V> = a.leaf && b.leaf
-        ? leaf([...a.keys, ...b.keys], [...a.values, ...b.values])
-        : branch([...(a as Branch<K, V>).children, ...(b as Branch<K, V>).children])
+      let merged: Node<K, V>
+      if (a.leaf && b.leaf) {
+        const keys = [...a.keys, ...b.keys]
+        merged = leaf(keys, shares(a) && shares(b) ? keys as unknown as Array<V> : [...a.values, ...b.values])
+      } else {
+        merged = branch([...(a as Branch<K, V>).children, ...(b as Branch<K, V>).children])
+      }
       return branch(splice(node.children, Math.min(i, j), 2, merged))
     }
   }
-  return branch(splice(node.children, i, 1, next))
+  return withChild(node, i, next)
 }
 
 export const remove = <K, V>(tree: Tree<K, V>, key: K): Tree<K, V> => {
   let root = removeIn(tree.root, key, tree.compare)
   if (root === tree.root) return tree
   while (root !== undefined && !root.leaf && root.children.length === 1) root = root.children[0]!
-  return { compare: tree.compare, root: root ?? leaf([], []) }
+  return { compare: tree.compare, root: root ?? leaf(none, none) }
 }
 
 /** A tree of `entries` already sorted by key, without duplicates: O(n). */
@@ -164,7 +229,9 @@ export const fromSorted = <K, V>(compare: Compare<K>, entries: ReadonlyArray<rea
   let level: Array<Node<K, V>> = []
   for (let i = 0; i < entries.length; i += fill) {
     const chunk = entries.slice(i, i + fill)
-    level.push(leaf(chunk.map((e) => e[0]), chunk.map((e) => e[1])))
+    const keys = chunk.map((e) => e[0])
+    const set = chunk.every((e) => (e[1] as unknown) === e[0])
+    level.push(leaf(keys, set ? keys as unknown as Array<V> : chunk.map((e) => e[1])))
   }
   while (level.length > 1) {
     const up: Array<Node<K, V>> = []

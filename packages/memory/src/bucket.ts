@@ -6,7 +6,9 @@
  * - `indexes`: ordered indexes by (equality field?, sort value, id): those of the declared
  *   access paths of its type (`indexesOfPath`, registered when the store is built), and any a
  *   read of no declared path has asked for since. An index of a type is kept by every write
- *   to every bucket of that type.
+ *   to every bucket of that type;
+ * - `searches`: the trigram indexes of the type's declared search paths (`search.ts`), which
+ *   a page with `q` reads instead of walking the tenant when its matches are rare (`page`).
  *
  * Every structure is persistent (a change shares all but its path), so a transaction's copy
  * of a bucket and the committed one coexist at the cost of the difference.
@@ -14,7 +16,17 @@
 import { HashMap, Option } from "effect"
 import type { AccessPath, ListQuery, StoredRecord, Tenant, UniqueKey, Where } from "@syllabus/core"
 import * as BTree from "./btree.js"
-import { asSortValue, comparePositions, compareScalars, fieldOf, matchesAll, type SortKey, type SortValue } from "./query.js"
+import {
+  asSortValue,
+  comparePositions,
+  compareScalars,
+  fieldOf,
+  matchesAll,
+  type SortKey,
+  type SortValue,
+  sortValue
+} from "./query.js"
+import { buildSearch, changeSearch, idsFor, type SearchIndex, type SearchSpec, searchSpecOf } from "./search.js"
 
 /** A stored record and the unique keys it holds. */
 export interface Entry {
@@ -32,6 +44,11 @@ export interface IndexSpec {
 /** A value as an equality index orders it: missing is null, objects and arrays are all one value. */
 export type EqValue = string | number | boolean | null | typeof OTHER
 const OTHER: unique symbol = Symbol("other")
+
+/** What a store registers for a type: an ordered index, or the search index of a field. */
+export type Spec = IndexSpec | SearchSpec
+
+export const isSearchSpec = (spec: Spec): spec is SearchSpec => "search" in spec
 
 export interface IndexKey {
   readonly e: EqValue
@@ -53,6 +70,8 @@ export interface Bucket {
   /** Global keys (the store's global key) held by records of this bucket, to their id. */
   readonly globals: HashMap.HashMap<string, string>
   readonly indexes: ReadonlyMap<string, Index>
+  /** Search indexes, by `SearchSpec.key`. */
+  readonly searches: ReadonlyMap<string, SearchIndex>
 }
 
 export const compareIds = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
@@ -97,7 +116,8 @@ export const emptyBucket = (tenant: Tenant, type: string): Bucket => ({
   rows: BTree.empty(compareIds),
   keys: HashMap.empty(),
   globals: HashMap.empty(),
-  indexes: new Map()
+  indexes: new Map(),
+  searches: new Map()
 })
 
 const buildIndex = (rows: BTree.Tree<string, Entry>, spec: IndexSpec): Index => {
@@ -107,15 +127,61 @@ const buildIndex = (rows: BTree.Tree<string, Entry>, spec: IndexSpec): Index => 
   return { spec, tree: BTree.fromSorted(compareIndexKeys, entries) }
 }
 
+const buildSearchOf = (rows: BTree.Tree<string, Entry>, spec: SearchSpec): SearchIndex =>
+  buildSearch(
+    spec,
+    (function*() {
+      for (const [id, entry] of BTree.ascending(rows)) yield { id, value: fieldOf(entry.record.data, spec.search) }
+    })()
+  )
+
 /** The bucket with every index of `specs` (the same bucket when it has them all). */
-export const withIndexes = (bucket: Bucket, specs: Iterable<IndexSpec>): Bucket => {
+export const withIndexes = (bucket: Bucket, specs: Iterable<Spec>): Bucket => {
   let indexes: Map<string, Index> | undefined
+  let searches: Map<string, SearchIndex> | undefined
   for (const spec of specs) {
+    if (isSearchSpec(spec)) {
+      if (bucket.searches.has(spec.key) || searches?.has(spec.key) === true) continue
+      searches ??= new Map(bucket.searches)
+      searches.set(spec.key, buildSearchOf(bucket.rows, spec))
+      continue
+    }
     if (bucket.indexes.has(spec.key) || indexes?.has(spec.key) === true) continue
     indexes ??= new Map(bucket.indexes)
     indexes.set(spec.key, buildIndex(bucket.rows, spec))
   }
-  return indexes === undefined ? bucket : { ...bucket, indexes }
+  if (indexes === undefined && searches === undefined) return bucket
+  return { ...bucket, indexes: indexes ?? bucket.indexes, searches: searches ?? bucket.searches }
+}
+
+/** Every index the bucket keeps (what an emptied copy of it must keep too). */
+export const specsOfBucket = (bucket: Bucket): ReadonlyArray<Spec> => [
+  ...Array.from(bucket.indexes.values(), (index) => index.spec),
+  ...Array.from(bucket.searches.values(), (search) => search.spec)
+]
+
+/** The search indexes after the record `id` went from `before` to `after` (either may be absent). */
+const changeSearches = (
+  searches: ReadonlyMap<string, SearchIndex>,
+  id: string,
+  before: StoredRecord | undefined,
+  after: StoredRecord | undefined
+): ReadonlyMap<string, SearchIndex> => {
+  if (searches.size === 0) return searches
+  const next = new Map<string, SearchIndex>()
+  for (const [key, search] of searches) {
+    const field = search.spec.search
+    next.set(
+      key,
+      changeSearch(
+        search,
+        id,
+        before === undefined ? undefined : fieldOf(before.data, field),
+        after === undefined ? undefined : fieldOf(after.data, field)
+      )
+    )
+  }
+  return next
 }
 
 export const lookup = (bucket: Bucket | undefined, id: string): Entry | undefined =>
@@ -134,8 +200,11 @@ export const putEntry = (
   previous: Entry | undefined,
   globalKey: (key: UniqueKey) => string
 ): Bucket => {
-  const base = previous === undefined ? bucket : dropEntry(bucket, previous, globalKey)
+  const base = previous === undefined ? bucket : dropParts(bucket, previous, globalKey)
   const { record } = entry
+  // The search indexes go from the previous text to the new one at once (nothing when the
+  // text is unchanged), rather than through a drop and an add.
+  const searches = changeSearches(bucket.searches, record.id, previous?.record, record)
   let keys = base.keys
   let globals = base.globals
   for (const unique of entry.uniques) {
@@ -146,10 +215,16 @@ export const putEntry = (
   for (const [key, index] of base.indexes) {
     indexes.set(key, { spec: index.spec, tree: BTree.set(index.tree, indexKey(index.spec, record), entry) })
   }
-  return { ...base, rows: BTree.set(base.rows, record.id, entry), keys, globals, indexes }
+  return { ...base, rows: BTree.set(base.rows, record.id, entry), keys, globals, indexes, searches }
 }
 
-export const dropEntry = (bucket: Bucket, entry: Entry, globalKey: (key: UniqueKey) => string): Bucket => {
+export const dropEntry = (bucket: Bucket, entry: Entry, globalKey: (key: UniqueKey) => string): Bucket => ({
+  ...dropParts(bucket, entry, globalKey),
+  searches: changeSearches(bucket.searches, entry.record.id, entry.record, undefined)
+})
+
+/** `entry` dropped from everything but the search indexes. */
+const dropParts = (bucket: Bucket, entry: Entry, globalKey: (key: UniqueKey) => string): Bucket => {
   const { record } = entry
   let keys = bucket.keys
   let globals = bucket.globals
@@ -211,10 +286,11 @@ const byIdKey: SortKey = { field: "id", kind: "text" }
  * parent, or `deleted`) and its last (a filter's own field), each in the path's order; a read
  * uses the candidate index with the fewest entries for its value, the rest are conditions.
  * Across tenants (`scan`), records are read by id; without an equality (`prune`), by the bound.
- * `q` walks the order of its list's sort, an index of the type's sorts.
+ * A search path (`q`) is the trigram index of its field (`search.ts`); a page with `q` reads it
+ * or walks the order of its list's sort, an index of the type's sorts (`page`).
  */
-export const indexesOfPath = (path: AccessPath): ReadonlyArray<IndexSpec> => {
-  if (path.kind === "search") return []
+export const indexesOfPath = (path: AccessPath): ReadonlyArray<Spec> => {
+  if (path.kind === "search") return [searchSpecOf(path.field)]
   const first = path.order[0] ?? byIdKey
   const order = path.scope === "all" && path.equals.length > 0 ? byIdKey : first
   if (path.equals.length === 0) return order.field === "id" ? [] : [specOf(undefined, order)]
@@ -354,23 +430,26 @@ function* merge(
   }
 }
 
+type Position = { readonly v: SortValue; readonly id: string } | undefined
+
+/** A keyset position as the indexes order it (for an `id` sort the position's id is its value). */
+const positionOf = (sort: SortKey, after: ListQuery["after"]): Position =>
+  after === undefined ? undefined : { v: sort.field === "id" ? after.id : asSortValue(after.value, sort), id: after.id }
+
 /**
- * The entries of `where` in `sort` order, after `after`, as an index gives them: O(log n) to
- * start, then one step per entry (entries failing the other conditions are skipped, not
- * sorted), from the index of its candidates with the fewest entries for its equality. `bucket`
- * must hold the index `pathOf` names.
+ * The entries an index gives for `where` in `sort` order, after `after`, before the other
+ * conditions are tested: O(log n) to start, then one step per entry, from the index of its
+ * candidates with the fewest entries for its equality. `bucket` must hold the index `pathOf`
+ * names.
  */
-export function* ordered(
+function* walk(
   bucket: Bucket,
   where: ReadonlyArray<Where>,
   sort: SortKey & { readonly direction: "asc" | "desc" },
   after: ListQuery["after"]
 ): Generator<Entry> {
   const descending = sort.direction === "desc"
-  // For an `id` sort the position's id is its value.
-  const position = after === undefined
-    ? undefined
-    : { v: sort.field === "id" ? after.id : asSortValue(after.value, sort), id: after.id }
+  const position = positionOf(sort, after)
   let source: Iterable<Entry>
   const path = chosen(bucket, where, sort)
   if (path === undefined) {
@@ -389,12 +468,118 @@ export function* ordered(
       })()
       : merge(values.map((e) => range(index, e, position, descending, bounds)), descending ? -1 : 1)
   }
-  for (const entry of source) {
+  yield* source
+}
+
+/**
+ * The entries of `where` in `sort` order, after `after`, as an index gives them: O(log n) to
+ * start, then one step per entry (entries failing the other conditions are skipped, not
+ * sorted), from the index of its candidates with the fewest entries for its equality. `bucket`
+ * must hold the index `pathOf` names.
+ */
+export function* ordered(
+  bucket: Bucket,
+  where: ReadonlyArray<Where>,
+  sort: SortKey & { readonly direction: "asc" | "desc" },
+  after: ListQuery["after"]
+): Generator<Entry> {
+  for (const entry of walk(bucket, where, sort, after)) {
     if (matchesAll(entry.record, where)) yield entry
   }
 }
 
-/** The first `limit` entries of `ordered`. */
+/**
+ * The candidates the search indexes give for the `contains` conditions of `where`: the
+ * smallest id set of a trigram of one of them (every match is in it); `undefined` when none
+ * can use an index (no search index of its field, or a query shorter than 3).
+ */
+const searchCandidates = (bucket: Bucket, where: ReadonlyArray<Where>): BTree.KeySet<string> | undefined => {
+  if (bucket.searches.size === 0) return undefined
+  let best: BTree.KeySet<string> | undefined
+  for (const w of where) {
+    if (w.op !== "contains") continue
+    const search = bucket.searches.get(searchSpecOf(w.field).key)
+    if (search === undefined) continue
+    const ids = idsFor(search, w.value)
+    if (ids !== undefined && (best === undefined || BTree.size(ids) < BTree.size(best))) best = ids
+  }
+  return best
+}
+
+/** Survivors kept by `fromCandidates` before it trims them to the best `limit` (amortizes the sorts). */
+const SLACK = 64
+
+/**
+ * A page read from a search index's candidates: each looked up by id and tested against the
+ * whole of `where` (trigrams only narrow), kept if after the position, then the best `limit`
+ * in `sort` order by (sort value, id), exactly the order of the walk. For c candidates: c
+ * lookups by id (O(log n) each) and a bounded selection (O(c log limit)), never a sort of them
+ * all.
+ */
+const fromCandidates = (
+  bucket: Bucket,
+  ids: BTree.KeySet<string>,
+  where: ReadonlyArray<Where>,
+  sort: SortKey & { readonly direction: "asc" | "desc" },
+  after: ListQuery["after"],
+  limit: number
+): Array<StoredRecord> => {
+  const sign = sort.direction === "desc" ? -1 : 1
+  const position = positionOf(sort, after)
+  type Found = { readonly v: SortValue; readonly id: string; readonly record: StoredRecord }
+  const order = (a: Found, b: Found) => sign * comparePositions(a.v, a.id, b.v, b.id)
+  let found: Array<Found> = []
+  // The last of the best `limit` so far: a candidate not before it cannot be on the page.
+  let worst: Found | undefined
+  for (const [id] of BTree.ascending(ids)) {
+    const entry = BTree.get(bucket.rows, id)
+    if (entry === undefined) throw new Error(`memory store: search index of ${bucket.type} holds a missing ${id}`)
+    const { record } = entry
+    if (!matchesAll(record, where)) continue
+    const v = sortValue(record, sort)
+    if (position !== undefined && sign * comparePositions(v, id, position.v, position.id) <= 0) continue
+    const item: Found = { v, id, record }
+    if (worst !== undefined && order(item, worst) >= 0) continue
+    found.push(item)
+    if (found.length >= limit + SLACK) {
+      found.sort(order)
+      found = found.slice(0, limit)
+      worst = found[limit - 1]
+    }
+  }
+  return found.sort(order).slice(0, limit).map((item) => item.record)
+}
+
+/**
+ * The page read from the candidates of the search indexes alone (the plan `page` switches to
+ * when the walk runs over its budget); `undefined` when no search index serves `where`.
+ */
+export const searchPage = (
+  bucket: Bucket,
+  where: ReadonlyArray<Where>,
+  sort: SortKey & { readonly direction: "asc" | "desc" },
+  after: ListQuery["after"],
+  limit: number
+): Array<StoredRecord> | undefined => {
+  const ids = searchCandidates(bucket, where)
+  if (ids === undefined) return undefined
+  return limit <= 0 ? [] : fromCandidates(bucket, ids, where, sort, after, limit)
+}
+
+/**
+ * The first `limit` entries of `ordered`.
+ *
+ * With a `contains` a search index serves (`q`), the page is read from whichever of two
+ * plans is cheaper, without guessing the selectivity: the trigram's candidates (c of them,
+ * the smallest id set of the query's trigrams, counted from its root: PostgreSQL's bitmap
+ * scan on its trigram index, then a sort of the survivors) cost about c; the walk of the
+ * sort's index costs about limit ÷ (share of matches), unknown beforehand. So the walk runs
+ * first with a budget of c entries: a common `q` fills its page within it and costs what it
+ * did without the index; a rare one stops at c and reads the candidates instead. Either way a
+ * page costs about twice the cheaper plan at most, never a walk of the whole tenant when the
+ * candidates are few (and a trigram no record holds: no match, O(log n)). A `q` of 1 or 2
+ * characters has no trigram: it walks, as before.
+ */
 export const page = (
   bucket: Bucket,
   where: ReadonlyArray<Where>,
@@ -404,7 +589,13 @@ export const page = (
 ): Array<StoredRecord> => {
   const out: Array<StoredRecord> = []
   if (limit <= 0) return out
-  for (const entry of ordered(bucket, where, sort, after)) {
+  const candidates = searchCandidates(bucket, where)
+  if (candidates !== undefined && BTree.size(candidates) === 0) return out
+  const budget = candidates === undefined ? Infinity : BTree.size(candidates)
+  let steps = 0
+  for (const entry of walk(bucket, where, sort, after)) {
+    if (++steps > budget) return fromCandidates(bucket, candidates!, where, sort, after, limit)
+    if (!matchesAll(entry.record, where)) continue
     out.push(entry.record)
     if (out.length >= limit) break
   }

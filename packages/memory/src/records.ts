@@ -25,6 +25,7 @@ import {
   putEntry,
   size,
   specOf,
+  specsOfBucket,
   withIndexes
 } from "./bucket.js"
 import * as Query from "./query.js"
@@ -64,7 +65,7 @@ const moveGlobals = (globals: GlobalKeys, type: string, before: Entry | undefine
 
 /** The bucket emptied, keeping its indexes (empty). */
 const emptied = (bucket: Bucket): Bucket =>
-  withIndexes(emptyBucket(bucket.tenant, bucket.type), Array.from(bucket.indexes.values(), (index) => index.spec))
+  withIndexes(emptyBucket(bucket.tenant, bucket.type), specsOfBucket(bucket))
 
 export const makeRecords = (store: Store): Records["Type"] => {
   const get = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {

@@ -23,7 +23,7 @@
  */
 import { Deferred, Effect, Either, Exit, FiberRef, HashMap, type Scope } from "effect"
 import type { IdempotencyReceipt, Tenant } from "@syllabus/core"
-import { type Bucket, emptyBucket, type IndexSpec, withIndexes } from "./bucket.js"
+import { type Bucket, emptyBucket, type IndexSpec, type Spec, withIndexes } from "./bucket.js"
 
 export type { Bucket, Entry } from "./bucket.js"
 
@@ -99,14 +99,14 @@ export interface Store {
    * A bucket as this fiber sees it (in a transaction, locked for it), holding the indexes of
    * `specs` (built on first use, then kept by every write to the type).
    */
-  readonly bucket: (tenant: Tenant, type: string, specs?: ReadonlyArray<IndexSpec>) => Effect.Effect<Bucket | undefined>
+  readonly bucket: (tenant: Tenant, type: string, specs?: ReadonlyArray<Spec>) => Effect.Effect<Bucket | undefined>
   /** Whether every bucket of `type` keeps the index of `spec` (declared, or asked for before). */
   readonly knows: (type: string, spec: IndexSpec) => boolean
   /** Write a bucket in the current transaction, or in a transaction of its own outside of one. */
   readonly modify: <A, E>(tenant: Tenant, type: string, modify: Modify<A, E>) => Effect.Effect<A, E>
   readonly findGlobal: (key: string) => Effect.Effect<Address | undefined>
   /** Housekeeping, without locks: the buckets of a type across tenants, with the indexes of `specs`. */
-  readonly bucketsOfType: (type: string, specs: ReadonlyArray<IndexSpec>) => Effect.Effect<ReadonlyArray<Bucket>>
+  readonly bucketsOfType: (type: string, specs: ReadonlyArray<Spec>) => Effect.Effect<ReadonlyArray<Bucket>>
   /** The types the tenant has buckets of. */
   readonly typesOf: (tenant: Tenant) => Effect.Effect<ReadonlyArray<string>>
 }
@@ -167,7 +167,7 @@ export const lockCounters = { waits: 0, lostRaces: 0 }
  * built the first time a read asks for it, and kept from then on.
  */
 export const makeStore = (
-  declared: ReadonlyArray<{ readonly type: string; readonly spec: IndexSpec }> = []
+  declared: ReadonlyArray<{ readonly type: string; readonly spec: Spec }> = []
 ): Effect.Effect<Store, never, Scope.Scope> => Effect.gen(function* () {
   // The committed state. Mutated only in synchronous steps (a commit, a write outside a
   // transaction), so a reader never sees half of one.
@@ -177,7 +177,7 @@ export const makeStore = (
   const globals = new Map<string, Address>()
   let shared: State = emptyState
   /** Index specs asked for, by type: every bucket of the type keeps them. */
-  const specs = new Map<string, Map<string, IndexSpec>>()
+  const specs = new Map<string, Map<string, Spec>>()
   const lockOwners = new Map<string, Tx>()
   const reservations = new Map<string, Tx>()
 
@@ -186,13 +186,13 @@ export const makeStore = (
   const current = yield* FiberRef.make<Tx | undefined>(undefined, { join: (parent) => parent })
   const openTx = Effect.map(FiberRef.get(current), (tx) => (tx !== undefined && tx.open ? tx : undefined))
 
-  const specsOf = (type: string): Map<string, IndexSpec> => {
+  const specsOf = (type: string): Map<string, Spec> => {
     let found = specs.get(type)
     if (found === undefined) specs.set(type, (found = new Map()))
     return found
   }
 
-  const register = (type: string, asked: ReadonlyArray<IndexSpec>): void => {
+  const register = (type: string, asked: ReadonlyArray<Spec>): void => {
     const known = specsOf(type)
     for (const spec of asked) if (!known.has(spec.key)) known.set(spec.key, spec)
   }
@@ -348,7 +348,7 @@ export const makeStore = (
       })
     )
 
-  const bucket = (tenant: Tenant, type: string, asked: ReadonlyArray<IndexSpec> = []): Effect.Effect<Bucket | undefined> =>
+  const bucket = (tenant: Tenant, type: string, asked: ReadonlyArray<Spec> = []): Effect.Effect<Bucket | undefined> =>
     Effect.flatMap(openTx, (tx) => {
       const key = bucketKey(tenant, type)
       register(type, asked)
@@ -420,7 +420,7 @@ export const makeStore = (
       return globals.get(name)
     })
 
-  const bucketsOfType = (type: string, asked: ReadonlyArray<IndexSpec>): Effect.Effect<ReadonlyArray<Bucket>> =>
+  const bucketsOfType = (type: string, asked: ReadonlyArray<Spec>): Effect.Effect<ReadonlyArray<Bucket>> =>
     Effect.map(openTx, (tx) => {
       register(type, asked)
       const keys = new Set(ofType.get(type))
