@@ -10,11 +10,14 @@ import { createServer, type Server } from "node:http"
 
 export const startEmbedded = async (port = 0): Promise<{ server: Server; close: () => Promise<void> }> => {
   const syllabus = await makeNodeListener({ store: MemoryStore })
-  const server = createServer((req, res) => {
+  // `serverOptions`: timeouts sized for JSON, checked every second.
+  const server = createServer(syllabus.serverOptions, (req, res) => {
     if (req.url?.startsWith("/api/v3")) return syllabus.listener(req, res)
     res.writeHead(200, { "content-type": "text/plain" })
     res.end("the host application\n")
   })
+  // A request Node's parser refuses is answered in the API's error envelope (with X-Request-Id).
+  syllabus.attach(server)
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
   return {
     server,

@@ -1,6 +1,7 @@
 /** The embedding examples work as documented: the API under /api/v3, the host app elsewhere. */
 import { makeFetchHandler } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startEmbedded } from "../../examples/embed-node-http.js"
 
@@ -20,6 +21,18 @@ describe("embedding in an existing node:http server", () => {
     expect((await api.json()).error.code).toBe("unauthenticated")
     const host = await fetch(`${base}/elsewhere`)
     expect(await host.text()).toBe("the host application\n")
+  })
+
+  it("answers a request Node's parser refuses in the envelope, with X-Request-Id", async () => {
+    const text = await new Promise<string>((resolve) => {
+      const socket = connect(Number(new URL(base).port), "127.0.0.1", () => socket.write("FROB /api/v3 HTTP/1.1\r\nHost: x\r\n\r\n"))
+      let received = ""
+      socket.on("data", (data: Buffer) => (received += data.toString("latin1")))
+      socket.on("close", () => resolve(received))
+    })
+    expect(text).toMatch(/^HTTP\/1\.1 400 /)
+    expect(text).toMatch(/\r\nx-request-id: req_/i)
+    expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)).error.code).toBe("http_error")
   })
 })
 

@@ -154,14 +154,36 @@ export const storageConformance = (name: string, storageLayer: Layer.Layer<FileS
           expect(yield* readAll(storage.readObject(keyB))).toEqual(bytes(100, 14))
         }))
 
-      it.effect("a completed upload is gone: it takes no more parts and does not complete again", () =>
+      it.effect("a completed upload takes no more parts; completing it again answers the same object until it is aborted", () =>
         Effect.gen(function* () {
           const storage = yield* FileStorage
           const key = newKey()
           const { uploadId, stored } = yield* uploadParts(key, [bytes(100, 15)])
-          yield* storage.completeUpload(key, uploadId, stored)
+          const object = yield* storage.completeUpload(key, uploadId, stored)
           expectUnavailable(yield* Effect.exit(storage.putPart(key, uploadId, 2, chunked(bytes(10, 1)), 100)))
+          expect(yield* storage.completeUpload(key, uploadId, stored)).toEqual(object)
+          // Under another key it is still no upload.
+          expectUnavailable(yield* Effect.exit(storage.completeUpload(newKey(), uploadId, stored)))
+          yield* storage.abortUpload(key, uploadId)
           expectUnavailable(yield* Effect.exit(storage.completeUpload(key, uploadId, stored)))
+          expect(yield* readAll(storage.readObject(key))).toEqual(bytes(100, 15))
+        }))
+
+      it.effect("concurrent completions of one upload all answer the one object, whole", () =>
+        Effect.gen(function* () {
+          const storage = yield* FileStorage
+          for (let round = 0; round < 5; round++) {
+            const key = newKey()
+            const parts = [bytes(3000, 40 + round), bytes(2000, 50 + round)]
+            const { uploadId, stored } = yield* uploadParts(key, parts)
+            const objects = yield* Effect.all(
+              Array.from({ length: 6 }, () => storage.completeUpload(key, uploadId, stored)),
+              { concurrency: "unbounded" }
+            )
+            const whole = concat(...parts)
+            for (const object of objects) expect({ size: object.size, sha256: object.sha256 }).toEqual({ size: whole.length, sha256: sha256(whole) })
+            expect(yield* readAll(storage.readObject(key))).toEqual(whole)
+          }
         }))
 
       it.effect("a part keeps its bytes even if the producer reuses its buffer", () =>

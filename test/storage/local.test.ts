@@ -44,7 +44,9 @@ describe("LocalFileStorage", () => {
         expect(fs.readFileSync(path.join(directory, "objects", ...key.split("/")))).toEqual(
           Buffer.from([...bytes(100, 1), ...bytes(50, 2)])
         )
-        // Completion removes the parts.
+        // Completion removes the parts; the record of the completion stays until abort.
+        expect(listUpload(directory, uploadId)).toEqual(["completed", "key"])
+        yield* storage.abortUpload(key, uploadId)
         expect(fs.existsSync(path.join(directory, "uploads", uploadId))).toBe(false)
       })
     ))

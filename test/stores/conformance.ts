@@ -1016,6 +1016,18 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           yield* idempotency.release(tenant, "key-404", "tok_1")
         }))
 
+      it.effect("release leaves a completed receipt: it was committed with its write", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          const response = { status: 201, headers: {}, body: { ok: true } }
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+          yield* idempotency.complete(tenant, "key-1", "tok_1", response)
+          // A late release, as after a COMMIT whose answer was lost: the receipt still answers.
+          yield* idempotency.release(tenant, "key-1", "tok_1")
+          expect(existing(yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2")))?.response).toEqual(response)
+        }))
+
       it.effect("an expired receipt (expiresAt <= now) is taken over, completed or not", () =>
         Effect.gen(function* () {
           const idempotency = yield* Idempotency

@@ -35,7 +35,7 @@ const answers = (host: string, port: number) =>
 /** The process events whose handlers decide how the process ends. */
 const exitEvents = ["beforeExit", "exit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"] as const
 
-const importWithoutExitHooks = async () => {
+export const importWithoutExitHooks = async () => {
   // Seen as a plain emitter: Node's typings of `process` name each event's listener apart.
   const emitter: EventEmitter = process
   const before = new Map(exitEvents.map((event) => [event, new Set(emitter.listeners(event))]))

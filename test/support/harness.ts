@@ -4,10 +4,9 @@
  * time, make a port fail, block an account) go through the operator handle, as an operator
  * or an outage would.
  */
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import {
   type AccountStatus,
+  type BackgroundOptions,
   environments,
   eventTypeCatalog,
   FileStorage,
@@ -23,15 +22,15 @@ import {
   sweepExpiredUploads,
   UnitOfWork
 } from "@syllabus/core"
-import { app, ServerSettings, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
+import { type EdgeLimits, makeNodeEdge, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
-import { pgLayer } from "@syllabus/pg"
+import { pgLayer, type PgLayerOptions } from "@syllabus/pg"
 import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { Clock, Context, Effect, Exit, Layer, type LogLevel, Logger, ManagedRuntime, Scope } from "effect"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe } from "vitest"
 import { freshPgDatabase } from "./pg.js"
@@ -65,8 +64,39 @@ export type FaultyPort = "records" | "rate_limits" | "idempotency" | "unit_of_wo
 
 const down = Effect.fail(new StoreUnavailable({ cause: "injected outage" }))
 
-/** Wrap a store so that each port can be switched off, as an outage would. */
-const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<FaultyPort>) =>
+/** Ports that hang, as a frozen database does: their calls wait until the port is let go, then go on. */
+class Stalls {
+  private readonly ports = new Set<FaultyPort>()
+  private readonly sleepers = new Set<() => void>()
+  has(port: FaultyPort): boolean {
+    return this.ports.has(port)
+  }
+  set(port: FaultyPort, on: boolean): void {
+    if (on) this.ports.add(port)
+    else this.ports.delete(port)
+    for (const wake of [...this.sleepers]) wake()
+  }
+  /** Wait while `port` is stalled. */
+  wait(port: FaultyPort): Effect.Effect<void> {
+    return Effect.async<void>((resume) => {
+      const wake = () => {
+        if (this.ports.has(port)) return
+        this.sleepers.delete(wake)
+        resume(Effect.void)
+      }
+      this.sleepers.add(wake)
+      wake()
+      return Effect.sync(() => this.sleepers.delete(wake))
+    })
+  }
+}
+
+/**
+ * Wrap a store so that each port can be switched off, as an outage would (`failing`: it
+ * refuses at once), or made to hang, as a stalled database would (`stalled`: it answers
+ * only once let go).
+ */
+const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<FaultyPort>, stalled: Stalls = new Stalls()) =>
   Layer.effectContext(
     Effect.gen(function* () {
       const records = yield* Records
@@ -77,7 +107,8 @@ const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<Fau
         (port: FaultyPort) =>
         <Args extends ReadonlyArray<unknown>, A, E>(f: (...args: Args) => Effect.Effect<A, E>) =>
         (...args: Args): Effect.Effect<A, E | StoreUnavailable> =>
-          Effect.suspend((): Effect.Effect<A, E | StoreUnavailable> => (failing.has(port) ? down : f(...args)))
+          Effect.suspend((): Effect.Effect<A, E | StoreUnavailable> =>
+            stalled.has(port) ? Effect.zipRight(stalled.wait(port), f(...args)) : failing.has(port) ? down : f(...args))
       const r = guard("records")
       return Context.make(Records, {
         get: r(records.get),
@@ -93,7 +124,11 @@ const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<Fau
         prune: r(records.prune)
       }).pipe(
         Context.add(UnitOfWork, {
-          transaction: (effect) => Effect.suspend(() => (failing.has("unit_of_work") ? down : uow.transaction(effect)))
+          transaction: (effect) =>
+            Effect.suspend(() =>
+              stalled.has("unit_of_work")
+                ? Effect.zipRight(stalled.wait("unit_of_work"), uow.transaction(effect))
+                : failing.has("unit_of_work") ? down : uow.transaction(effect))
         }),
         Context.add(Idempotency, {
           claim: guard("idempotency")(idempotency.claim),
@@ -180,6 +215,8 @@ export interface Harness {
   /** The directory of the local file storage (PostgreSQL runs); the memory runs keep files in memory. */
   readonly storageDirectory: string | undefined
   fail(port: FaultyPort, failing?: boolean): void
+  /** Make a store port hang until called again with `false` (then its calls go on), as a frozen database does. */
+  stall(port: Exclude<FaultyPort, "storage">, stalled?: boolean): void
   /** Stop the server. `keepDatabase`: leave its PostgreSQL database for another server (then `dropDatabase` later). */
   close(options?: { readonly keepDatabase?: boolean }): Promise<void>
   dropDatabase(): Promise<void>
@@ -194,6 +231,14 @@ export interface HarnessOptions {
   readonly account?: OpenedAccount
   /** Run the workers of asynchronous operations (default: yes). */
   readonly workers?: boolean
+  /** The workers' budget (units in flight, of one account); default `syllabusLayer`'s. */
+  readonly background?: BackgroundOptions
+  /** PostgreSQL: options of the pool (its deadlines, `timeouts`, among them). */
+  readonly pg?: PgLayerOptions
+  /** The server's least log level (default: all); e.g. `"None"` for a test whose outage would log every request. */
+  readonly logLevel?: LogLevel.LogLevel
+  /** The Node edge's limits (caps on unfinished requests, drain, timeouts); default `defaultEdgeLimits`. */
+  readonly edge?: Partial<EdgeLimits>
 }
 
 let keyCounter = 0
@@ -209,32 +254,33 @@ export const startHarness = async (
       ? undefined
       : (options.databaseUrl ?? (await Effect.runPromise(Scope.extend(freshPgDatabase, scope))).url)
   const storeLayer: Layer.Layer<StoreServices, unknown> =
-    databaseUrl === undefined ? MemoryStore : pgLayer(databaseUrl, { maxConnections: 20 })
+    databaseUrl === undefined ? MemoryStore : pgLayer(databaseUrl, { maxConnections: 20, ...options.pg })
   const clock = new OffsetClock()
   const failing = new Set<FaultyPort>()
+  const stalled = new Stalls()
   // The storage adapter is chosen apart from the record store: memory with memory, local files with PostgreSQL.
   const storageDirectory = store === "memory" ? undefined : mkdtempSync(join(tmpdir(), "syllabus-files-"))
   const storage = storageDirectory === undefined ? MemoryFileStorage : LocalFileStorage({ directory: storageDirectory })
+  const runsOn = Layer.merge(Layer.setClock(clock), options.logLevel === undefined ? Layer.empty : Logger.minimumLogLevel(options.logLevel))
   const layer = Layer.merge(
     syllabusLayer({
-      store: withFaults(storeLayer, failing),
+      store: withFaults(storeLayer, failing, stalled),
       storage: storageWithFaults(storage, failing),
       rateLimits: options.rateLimits ?? "off",
       workers: options.workers ?? true,
+      ...(options.background ? { background: options.background } : {}),
       ...(options.settings ? { settings: options.settings } : {})
       // The workers forked while the layer is built must run on the operator's clock too.
-    }).pipe(Layer.provide(Layer.setClock(clock))),
-    Layer.setClock(clock)
+    }).pipe(Layer.provide(runsOn)),
+    runsOn
   )
   const runtime = ManagedRuntime.make(layer)
   const run = <A, E>(effect: Effect.Effect<A, E, any>): Promise<A> => runtime.runPromise(effect as Effect.Effect<A, E, never>)
-  // As `makeNodeListener` builds it: the platform's request span only if `traceRequests` is on.
-  const listener = await run(
-    Effect.flatMap(ServerSettings, (settings) =>
-      HttpMiddleware.withTracerDisabledWhenEffect(NodeHttpServer.makeHandler(app), () => !settings.traceRequests)
-    )
-  )
-  const server: Server = createServer(listener as (req: IncomingMessage, res: ServerResponse) => void)
+  // As the standalone server builds it: the app behind the Node edge (caps, drain, timeouts,
+  // parser errors in the envelope); the platform's request span only if `traceRequests` is on.
+  const edge = await run(makeNodeEdge(options.edge))
+  const server: Server = createServer({ ...edge.serverOptions, requireHostHeader: false }, edge.listener)
+  edge.attach(server)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
@@ -325,6 +371,7 @@ export const startHarness = async (
       if (on) failing.add(port)
       else failing.delete(port)
     },
+    stall: (port, on = true) => stalled.set(port, on),
     close: async (closeOptions = {}) => {
       await new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeAllConnections?.()

@@ -1,6 +1,8 @@
 /** The operations of the release, and the HTTP app that serves them. */
+import { Effect } from "effect"
+import { healthApp } from "./health.js"
 import type { Operation } from "./operation.js"
-import { makeApp } from "./pipeline.js"
+import { makeApp, type OutsideApp } from "./pipeline.js"
 import { oauthApp } from "./oauth/app.js"
 import { credentialOperations } from "./routes/credentials.js"
 import { openApiOperation } from "./openapi.js"
@@ -39,4 +41,8 @@ const served: ReadonlyArray<Operation> = [
 /** Every operation of the release, the description itself included. */
 export const operations: ReadonlyArray<Operation> = [...served, openApiOperation(() => operations)]
 
-export const app = makeApp(operations, oauthApp)
+/** The paths outside `/api/v3`: the operators' probes (`/livez`, `/readyz`), then the OAuth server. */
+const outside: OutsideApp = (request) =>
+  Effect.flatMap(healthApp(request), (answered) => (answered === undefined ? oauthApp(request) : Effect.succeed(answered)))
+
+export const app = makeApp(operations, outside)

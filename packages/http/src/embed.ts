@@ -11,7 +11,8 @@ import { Effect, ManagedRuntime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { app } from "./api.js"
 import { type SyllabusOptions, syllabusLayer } from "./layer.js"
-import { ServerSettings } from "./services.js"
+import { type EdgeLimits, type NodeEdge, nodeEdge } from "./node-edge.js"
+import { type AppServices, ServerSettings } from "./services.js"
 
 /**
  * Run `effect` (which builds a handler) so that the handler honours
@@ -52,11 +53,34 @@ export const makeFetchHandler = async <E>(
   return { ...rest, handler: (request) => handler(request) }
 }
 
-/** A Node listener for `http.createServer(listener)`, or for a path of an existing server. */
+/**
+ * The app as a Node listener behind the edge (`node-edge.ts`): the caps on unfinished requests
+ * and the bounded drain of bodies the answer did not need. The standalone server and the
+ * contract suite serve through it.
+ */
+export const makeNodeEdge = (limits: Partial<EdgeLimits> = {}): Effect.Effect<NodeEdge, never, AppServices> =>
+  Effect.map(
+    honouringTraceRequests(NodeHttpServer.makeHandler(app)),
+    (handler) => nodeEdge(handler as (req: IncomingMessage, res: ServerResponse) => void, limits)
+  )
+
+/**
+ * A Node listener for `http.createServer(listener)`, or for a path of an existing server.
+ * Wire the rest of the edge to the server that serves it, so that the requests Node's parser
+ * refuses get the envelope too and the timeouts are sized for JSON:
+ *
+ * ```ts
+ * const syllabus = await makeNodeListener({ store: MemoryStore })
+ * const server = createServer(syllabus.serverOptions, syllabus.listener) // or your own listener calling it
+ * syllabus.attach(server) // timeouts, and server.on("clientError", syllabus.clientError)
+ * ```
+ *
+ * `edge` overrides the limits (`defaultEdgeLimits`).
+ */
 export const makeNodeListener = async <E>(
-  options: SyllabusOptions<E>
-): Promise<Embedding & { readonly listener: (req: IncomingMessage, res: ServerResponse) => void }> => {
+  options: SyllabusOptions<E> & { readonly edge?: Partial<EdgeLimits> }
+): Promise<Embedding & NodeEdge> => {
   const { runtime, ...rest } = embedding(options)
-  const listener = await runtime.runPromise(honouringTraceRequests(NodeHttpServer.makeHandler(app)))
-  return { ...rest, listener }
+  const edge = await runtime.runPromise(makeNodeEdge(options.edge))
+  return { ...rest, ...edge }
 }

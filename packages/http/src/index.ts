@@ -1,8 +1,17 @@
 export { app, operations } from "./api.js"
-export { type Embedding, makeFetchHandler, makeNodeListener } from "./embed.js"
+export { type Embedding, makeFetchHandler, makeNodeEdge, makeNodeListener } from "./embed.js"
+export { clientErrorHandler, defaultEdgeLimits, type EdgeLimits, type NodeEdge, nodeEdge } from "./node-edge.js"
 export { type SyllabusOptions, syllabusLayer } from "./layer.js"
 export { type CryptoKeys, ephemeralKeys, makeNodeCrypto, NodeCrypto } from "./node-crypto.js"
 export { defineOperation, type Operation, type Reply } from "./operation.js"
 export { openApiDocument } from "./openapi.js"
 export { API_PREFIX, makeApp } from "./pipeline.js"
-export { type AppServices, type Deprecation, RELEASE, ServerSettings, type ServerSettingsShape, type StoreServices } from "./services.js"
+export {
+  type AppServices,
+  defaultDeadlines,
+  type Deprecation,
+  RELEASE,
+  ServerSettings,
+  type ServerSettingsShape,
+  type StoreServices
+} from "./services.js"

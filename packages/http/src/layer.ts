@@ -3,12 +3,16 @@
  */
 import {
   AccessTokens,
+  BackgroundBudget,
+  type BackgroundOptions,
   batchKinds,
   ChangeSignals,
   Crypto,
   FileStorage,
   housekeepingWorker,
   Ids,
+  makeBackgroundBudget,
+  onBackgroundStore,
   operationKinds,
   OperationKinds,
   operationsWorker,
@@ -50,6 +54,12 @@ export interface SyllabusOptions<E = never> {
   readonly oauthUrl?: string
   /** Run the workers of asynchronous operations in this process (default: yes). */
   readonly workers?: boolean
+  /**
+   * The budget the workers (webhook delivery, operations, housekeeping) share in this process:
+   * units of work in flight at most, and of one account (default 16 and 4). On a store that
+   * offers `BackgroundStore` (PostgreSQL), the workers use it instead of the request store.
+   */
+  readonly background?: BackgroundOptions
   /** Sends webhook deliveries (default: `NodeWebhookSender`, with `allowLocalWebhooks`). */
   readonly webhookSender?: Layer.Layer<WebhookSender>
   /** Let production webhooks reach http and private or loopback addresses (local development only). */
@@ -108,7 +118,15 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     options.workers === false
       ? Layer.empty
       : Layer.scopedDiscard(
-        Effect.all([Effect.forkScoped(operationsWorker()), Effect.forkScoped(webhookDeliveryWorker()), Effect.forkScoped(housekeepingWorker())])
+        Effect.gen(function* () {
+          // One budget for the three, on the workers' own store when there is one.
+          const budget = makeBackgroundBudget(options.background)
+          const fork = <A, E, R>(worker: Effect.Effect<A, E, R>) =>
+            Effect.forkScoped(onBackgroundStore(worker).pipe(Effect.provideService(BackgroundBudget, budget)))
+          yield* fork(operationsWorker())
+          yield* fork(webhookDeliveryWorker())
+          yield* fork(housekeepingWorker())
+        })
       )
   return Layer.provideMerge(
     workers,

@@ -29,17 +29,20 @@ import {
   rateLimitHeaders,
   type RecordedResponse,
   runIdempotent,
+  readUnavailable,
   strict,
-  UnitOfWork
+  UnitOfWork,
+  writeUnavailable
 } from "@syllabus/core"
 import { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
+import { within } from "./deadline.js"
 import { errorBody } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
-import { type AppServices, RELEASE, ServerSettings } from "./services.js"
-import { accepts, bodyStream, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
+import { type AppServices, defaultDeadlines, RELEASE, ServerSettings, type ServerSettingsShape } from "./services.js"
+import { accepts, bodyStream, hasBody, isJsonContentType, originOf, parseJsonBody, readBody } from "./wire.js"
 
 export const API_PREFIX = "/api/v3"
 
@@ -78,7 +81,8 @@ const headerValues = (request: HttpServerRequest, name: string): ReadonlyArray<s
 
 /** Query string → record; `name[]` collects arrays, a repeated plain name is an array too (and fails its schema). */
 const queryRecord = (search: string): Record<string, string | Array<string>> => {
-  const out: Record<string, string | Array<string>> = {}
+  // No prototype: a parameter named `__proto__` is a name like any other (and unknown).
+  const out: Record<string, string | Array<string>> = Object.create(null)
   for (const [name, value] of new URLSearchParams(search)) {
     const existing = out[name]
     if (name.endsWith("[]")) out[name] = [...((existing as Array<string> | undefined) ?? []), value]
@@ -151,6 +155,21 @@ export type OutsideApp = (
 export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: OutsideApp) => {
   const route = makeRouter(operations)
 
+  /**
+   * The bound of a request: `requestDeadlineMs`, or `uploadRequestDeadlineMs` for the operations
+   * that stream a body or talk to file storage (a raw body, or a handler owning its units of work).
+   */
+  const deadlineOf = (request: HttpServerRequest, settings: ServerSettingsShape, outside: boolean): number => {
+    const bound = settings.requestDeadlineMs ?? defaultDeadlines.requestDeadlineMs
+    if (outside) return bound
+    const match = route(request.method, (request.url.split("?", 1)[0] ?? "").slice(API_PREFIX.length) || "/")
+    const long = match._tag === "Found" && (match.operation.rawBody !== undefined || match.operation.unitOfWork === "handler")
+    if (!long) return bound
+    // Unless set, it stays a minute above a part's body deadline (the wire's `partBodyTimeoutMs`).
+    return settings.uploadRequestDeadlineMs ??
+      Math.max(defaultDeadlines.uploadRequestDeadlineMs, (settings.partBodyTimeoutMs ?? 0) + 60_000)
+  }
+
   /** Steps 2 to 9 of a request; the answer, or the failure to put in the envelope. */
   const serve = (request: HttpServerRequest, state: RequestState) =>
     Effect.gen(function* () {
@@ -213,23 +232,18 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         if ((yield* Clock.currentTimeMillis) >= deprecation.sunsetAt) return yield* Effect.fail(apiError("operation_sunset"))
       }
 
-      // The body: JSON under the 1 MiB cap, or raw bytes left for the operation to stream.
+      // 3. Content-Type, from the headers alone: JSON, or the raw type the operation streams.
       const contentType = request.headers["content-type"]
-      let bytes: Uint8Array | undefined
-      let body: { readonly [key: string]: Json } | undefined
       if (operation.rawBody) {
         if (contentType?.split(";")[0]?.trim().toLowerCase() !== operation.rawBody) {
           return yield* Effect.fail(apiError("unsupported_media_type"))
         }
-      } else {
-        bytes = yield* readBody(request)
-        if ((contentType !== undefined || bytes !== undefined) && !isJsonContentType(contentType ?? "")) {
-          return yield* Effect.fail(apiError("unsupported_media_type"))
-        }
-        body = bytes === undefined ? undefined : yield* parseJsonBody(bytes)
+      } else if ((contentType !== undefined || hasBody(request)) && !isJsonContentType(contentType ?? "")) {
+        return yield* Effect.fail(apiError("unsupported_media_type"))
       }
 
-      // 5. The credential, in autonomous or human mode, and its account.
+      // 5. The credential, in autonomous or human mode, and its account. No body has been read:
+      // a client without a valid credential gets its 401 (or its 429) without the server holding one.
       const caller = yield* authenticate(
         { authorization: headerValues(request, "authorization"), apiKey: headerValues(request, "x-api-key") },
         state.requestId
@@ -261,6 +275,15 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         if (held !== "all" && scoped !== undefined && !held.has(scoped)) return yield* Effect.fail(apiError("not_found"))
       }
 
+      // Only now the body: JSON under the 1 MiB cap and the body deadline, or raw bytes left for
+      // the operation to stream (under the longer deadline of a part).
+      let bytes: Uint8Array | undefined
+      let body: { readonly [key: string]: Json } | undefined
+      if (!operation.rawBody) {
+        bytes = yield* readBody(request, settings.bodyTimeoutMs)
+        body = bytes === undefined ? undefined : yield* parseJsonBody(bytes)
+      }
+
       // 7. Path, query and body.
       for (const [name, kind] of Object.entries(operation.params ?? {})) {
         const value = match.params[name]
@@ -287,7 +310,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
       const handle = operation
         // The raw body stream is built only if the handler runs it (part uploads do).
-        .handler({ path: match.params, query, body: input, expectedRevision, raw: Stream.suspend(() => bodyStream(request)) })
+        .handler({ path: match.params, query, body: input, expectedRevision, raw: Stream.suspend(() => bodyStream(request, settings.partBodyTimeoutMs)) })
         .pipe(Effect.provideService(Caller, caller))
       if (!isWrite(operation.method)) return yield* handle
       // A handler that owns its units of work (it also talks to file storage, which no
@@ -352,13 +375,36 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     const language = negotiateLanguage(request.headers["accept-language"])
 
     const outside = !request.url.startsWith(API_PREFIX + "/") && request.url !== API_PREFIX
-    if (outside && outsideApp) {
-      const answered = yield* outsideApp(request)
-      if (answered) return answered
+    // The request's deadline: past it, 503 as for a store that does not answer (for an
+    // authenticated write, its audit entry could not be recorded), and what the request was
+    // doing is interrupted in the background (an open unit of work rolls back).
+    const deadlineMs = deadlineOf(request, yield* ServerSettings, outside)
+    let timedOut = false
+    const deadlineExceeded = (): ApiError => {
+      timedOut = true
+      const cause = new Error(`request deadline of ${deadlineMs} ms exceeded`)
+      return state.caller !== undefined && isWrite(request.method) ? writeUnavailable(cause) : readUnavailable(cause)
     }
-    const result = outside
+    let outsideFailure: ApiError | undefined
+    if (outside && outsideApp) {
+      const answered = yield* Effect.either(within(outsideApp(request), deadlineMs, deadlineExceeded))
+      if (Either.isRight(answered) && answered.right) return answered.right
+      if (Either.isLeft(answered)) outsideFailure = answered.left
+    }
+    const result = outsideFailure !== undefined
+      ? Either.left(outsideFailure)
+      : outside
       ? Either.left(apiError("not_found"))
-      : yield* Effect.either(serve(request, state))
+      : yield* Effect.either(within(serve(request, state), deadlineMs, deadlineExceeded))
+    /**
+     * The request log's write, within what is left of the deadline; after a timeout, in the
+     * background: the answer is a 503 already, and its entry is written when the store answers.
+     */
+    const logWithin = <E, R>(write: Effect.Effect<void, E, R>, now: number) =>
+      timedOut
+        ? Effect.asVoid(Effect.forkDaemon(Effect.ignore(write)))
+        : within(write, deadlineMs > 0 ? Math.max(1, deadlineMs - (now - state.startedAt)) : 0, () =>
+          writeUnavailable(new Error(`request deadline of ${deadlineMs} ms exceeded by the request log`)))
 
     let status: number
     let body: Json | null
@@ -383,7 +429,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     // The request log: every authenticated call. A read whose log cannot be written fails closed.
     if (state.caller) {
       const now = yield* Clock.currentTimeMillis
-      const logged = yield* Effect.either(
+      const logged = yield* Effect.either(logWithin(
         logRequest(state.caller.tenant, {
           object: "request",
           id: state.requestId,
@@ -401,8 +447,9 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
           duration_ms: now - state.startedAt,
           environment: state.caller.tenant.environment,
           created_at: formatTimestamp(state.startedAt)
-        })
-      )
+        }),
+        now
+      ))
       if (Either.isLeft(logged)) {
         yield* Effect.logError("request log unavailable", logged.left.internal)
         if (!state.committed) {

@@ -10,10 +10,8 @@ export const LimitParam = Schema.String.pipe(
   Schema.annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT } })
 )
 
-export const CursorParam = Schema.String.pipe(
-  Schema.filter((s) => s.length <= 2048 || "invalid_cursor"),
-  Schema.annotations({ description: "`page.next_cursor` or `page.prev_cursor` of the previous page." })
-)
+/** Any text: one that is not a cursor of ours (too long, altered, expired) is 400 `invalid_cursor` where it is decoded (§4.2). */
+export const CursorParam = Schema.String.annotations({ description: "`page.next_cursor` or `page.prev_cursor` of the previous page." })
 
 export const SortParam = <const S extends ReadonlyArray<string>>(...fields: S) => {
   const values = fields.flatMap((f) => [f, `-${f}`])

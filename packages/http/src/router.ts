@@ -62,12 +62,15 @@ export const makeRouter = (operations: ReadonlyArray<Operation>) => {
     const segments = path.split("/").slice(1)
     if (segments.length > 0 && segments[segments.length - 1] === "") segments.pop()
     const params: Record<string, string> = {}
-    let decoded: Array<string>
-    try {
-      decoded = segments.map((s) => decodeURIComponent(s))
-    } catch {
-      return { _tag: "NotFound" }
-    }
+    // A segment that is not valid percent-encoding stays as sent: in a parameter's place it is
+    // a malformed ID (404 from the ID check), not an unknown route.
+    const decoded = segments.map((s) => {
+      try {
+        return decodeURIComponent(s)
+      } catch {
+        return s
+      }
+    })
     const node = find(root, decoded, 0, params)
     if (!node) return { _tag: "NotFound" }
     const operation = node.methods.get(method as Method)

@@ -55,7 +55,29 @@ export interface ServerSettingsShape {
    * committed by this process wakes it at once; the poll is how it sees other processes' writes.
    */
   readonly eventStreamPollMs?: number
+  /** How long a JSON body may take to arrive once it is read (default 15 s): 408 `http_error` after. */
+  readonly bodyTimeoutMs?: number
+  /** How long an upload part's body may take to arrive (default 120 s): 408 `http_error` after. */
+  readonly partBodyTimeoutMs?: number
+  /**
+   * The most a request may take, from its arrival to its answer (default 30 s; 0: no bound).
+   * Past it the answer is 503 (`credential_state_unverifiable`, or `audit_unavailable` for an
+   * authenticated write) and what the request was doing is interrupted: its unit of work rolls
+   * back. A stalled store fails each call sooner (the store's own deadlines): this bounds the sum.
+   */
+  readonly requestDeadlineMs?: number
+  /**
+   * The same bound for the operations that stream a body or talk to file storage, which no
+   * store deadline covers (the upload session operations: a part's body, joining and hashing
+   * up to 5 GiB at completion); default 5 min, or a minute above `partBodyTimeoutMs` if that is longer.
+   */
+  readonly uploadRequestDeadlineMs?: number
+  /** How long `GET /readyz` waits for the store's answer before it says 503 (default 2 s). */
+  readonly readinessDeadlineMs?: number
 }
+
+/** The defaults of the request deadlines (`ServerSettingsShape`). */
+export const defaultDeadlines = { requestDeadlineMs: 30_000, uploadRequestDeadlineMs: 300_000, readinessDeadlineMs: 2_000 } as const
 
 export class ServerSettings extends Context.Tag("@syllabus/http/ServerSettings")<ServerSettings, ServerSettingsShape>() {
   static readonly defaults: ServerSettingsShape = {

@@ -63,7 +63,7 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
   const resolve = options.resolve ?? systemResolve
   const allowLocal = options.allowLocal === true
 
-  const send = (req: WebhookRequest): Promise<WebhookResponse> =>
+  const send = (req: WebhookRequest, signal: AbortSignal): Promise<WebhookResponse> =>
     new Promise<WebhookResponse>((done) => {
       const started = performance.now()
       const elapsed = () => Math.round(performance.now() - started)
@@ -138,6 +138,14 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
         finish({ httpStatus: null, transportError: "timeout", responseText: null })
         outgoing.destroy()
       }, req.timeoutMs)
+      // The attempt was interrupted (the worker stops): the socket goes now, not at the timeout.
+      const abort = () => {
+        finish({ httpStatus: null, transportError: "network_error", responseText: null })
+        outgoing.destroy()
+      }
+      if (signal.aborted) abort()
+      else signal.addEventListener("abort", abort, { once: true })
+      outgoing.on("close", () => signal.removeEventListener("abort", abort))
       outgoing.on("error", fail)
       outgoing.end(body)
     })
@@ -145,7 +153,7 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
   // Never fails: whatever goes wrong is a transport error of the attempt.
   return {
     send: (req) =>
-      Effect.tryPromise(() => send(req)).pipe(
+      Effect.tryPromise((signal) => send(req, signal)).pipe(
         Effect.orElseSucceed((): WebhookResponse => ({ httpStatus: null, transportError: "network_error", responseText: null, durationMs: 0 }))
       )
   }

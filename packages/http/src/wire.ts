@@ -9,6 +9,10 @@ import type { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 
 export const MAX_BODY_BYTES = 1024 * 1024
 export const MAX_JSON_DEPTH = 16
+/** How long a JSON body may take to arrive, from the moment it is read (after authentication). */
+export const BODY_TIMEOUT_MS = 15_000
+/** How long an upload part (at most 8 MiB, streamed to storage) may take to arrive. */
+export const PART_BODY_TIMEOUT_MS = 120_000
 
 /** Does an `Accept` header allow `mediaType` (JSON by default)? Absent allows anything. */
 export const accepts = (accept: string | undefined, mediaType = "application/json"): boolean => {
@@ -40,8 +44,15 @@ export const isJsonContentType = (contentType: string): boolean => {
   })
 }
 
-/** Over the cap the connection is closed after the answer: the rest of the body is never read. */
-const tooLarge = apiError("payload_too_large", { headers: { connection: "close" } })
+/**
+ * Over the cap the answer goes out at once. The connection is not closed with it (a client still
+ * sending would see a reset instead of the 413): on Node the edge (`node-edge.ts`) reads and
+ * discards a bounded amount of what is left, then closes.
+ */
+const tooLarge = apiError("payload_too_large")
+
+/** A body that did not arrive in time: 408, and the edge closes the connection after a short drain. */
+const bodyTimeout = apiError("http_error", { reason: "body_timeout", statusOverride: 408 })
 
 const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array | undefined => {
   if (size === 0) return undefined
@@ -107,11 +118,18 @@ const readNodeBody = (source: NodeSource) =>
   })
 
 /**
- * The body as a stream, for operations that take raw bytes. On Node it pauses the request
- * while the consumer is busy (so memory stays flat), and stopping early does not destroy the
- * request: the answer (a 413, say) still reaches the client.
+ * The body as a stream, for operations that take raw bytes (upload parts), read only after
+ * authentication. On Node it pauses the request while the consumer is busy (so memory stays
+ * flat), and stopping early does not destroy the request: the answer (a 413, say) still reaches
+ * the client. The whole body must arrive within `timeoutMs` (408 `http_error`, reason `body_timeout`).
  */
-export const bodyStream = (request: HttpServerRequest): Stream.Stream<Uint8Array, ApiError<"http_error">> => {
+export const bodyStream = (
+  request: HttpServerRequest,
+  timeoutMs: number = PART_BODY_TIMEOUT_MS
+): Stream.Stream<Uint8Array, ApiError<"http_error">> =>
+  Stream.interruptWhen(nodeOrWebStream(request), Effect.delay(Effect.fail(bodyTimeout), timeoutMs))
+
+const nodeOrWebStream = (request: HttpServerRequest): Stream.Stream<Uint8Array, ApiError<"http_error">> => {
   const node = nodeSourceOf(request)
   if (!node) return Stream.mapError(request.stream, (e) => apiError("http_error", { reason: "body_unreadable", internal: e }))
   return Stream.async<Uint8Array, ApiError<"http_error">>(
@@ -136,23 +154,47 @@ export const bodyStream = (request: HttpServerRequest): Stream.Stream<Uint8Array
   )
 }
 
-/** Read the body, refusing more than 1 MiB however it is framed. */
-export const readBody = (request: HttpServerRequest): Effect.Effect<Uint8Array | undefined, ApiError> => {
+/**
+ * Does the request carry a body? Its framing says so on Node (Content-Length or
+ * Transfer-Encoding); a web `Request` (the fetch handler) has no Content-Length of its own, so
+ * there it is whether it has a body stream.
+ */
+export const hasBody = (request: HttpServerRequest): boolean => {
   const length = request.headers["content-length"]
-  const chunked = request.headers["transfer-encoding"] !== undefined
-  if (!chunked && (length === undefined || length === "0")) return Effect.succeed(undefined)
+  if (request.headers["transfer-encoding"] !== undefined) return true
+  if (length !== undefined) return length.trim() !== "0"
+  if (nodeSourceOf(request)) return false
+  const web = request.source as { readonly body?: unknown } | undefined
+  return web !== undefined && web !== null && web.body !== null && web.body !== undefined
+}
+
+/**
+ * Read the body, refusing more than 1 MiB however it is framed, within `timeoutMs` (408
+ * `http_error`, reason `body_timeout`). The pipeline calls it only once the caller is
+ * authenticated and admitted by the rate limits.
+ */
+export const readBody = (
+  request: HttpServerRequest,
+  timeoutMs: number = BODY_TIMEOUT_MS
+): Effect.Effect<Uint8Array | undefined, ApiError> => {
+  if (!hasBody(request)) return Effect.succeed(undefined)
+  const length = request.headers["content-length"]
   if (length !== undefined && Number(length) > MAX_BODY_BYTES) return Effect.fail(tooLarge)
   const node = nodeSourceOf(request)
-  if (node) return readNodeBody(node)
-  return Stream.runFoldEffect(request.stream, { chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
-    const size = acc.size + chunk.byteLength
-    if (size > MAX_BODY_BYTES) return Effect.fail(tooLarge)
-    acc.chunks.push(chunk)
-    return Effect.succeed({ chunks: acc.chunks, size })
-  }).pipe(
-    Effect.mapError((e) => (e === tooLarge ? tooLarge : apiError("malformed_json", { internal: e }))),
-    Effect.map(({ chunks, size }) => concat(chunks, size))
-  )
+  const read: Effect.Effect<Uint8Array | undefined, ApiError> = node
+    ? readNodeBody(node)
+    : Stream.runFoldEffect(request.stream, { chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
+      const size = acc.size + chunk.byteLength
+      if (size > MAX_BODY_BYTES) return Effect.fail(tooLarge)
+      acc.chunks.push(chunk)
+      return Effect.succeed({ chunks: acc.chunks, size })
+    }).pipe(
+      Effect.mapError((e) => (e === tooLarge ? tooLarge : apiError("malformed_json", { internal: e }))),
+      Effect.map(({ chunks, size }) => concat(chunks, size))
+    )
+  // The platform runs an app uninterruptibly (`HttpApp.toHandled`): the read must be marked
+  // interruptible for the deadline to stop it.
+  return Effect.timeoutFail(Effect.interruptible(read), { duration: timeoutMs, onTimeout: () => bodyTimeout })
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })

@@ -61,7 +61,10 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
     const id = receiptKey(tenant, key)
     yield* store.write((state) => {
       const existing = Option.getOrUndefined(HashMap.get(state.receipts, id))
-      if (existing === undefined || existing.token !== token) return Either.right([undefined, state] as const)
+      // A completed receipt stays: it was committed with its write.
+      if (existing === undefined || existing.token !== token || existing.receipt.state !== "in_progress") {
+        return Either.right([undefined, state] as const)
+      }
       return Either.right([undefined, { ...state, receipts: HashMap.remove(state.receipts, id) }] as const)
     })
   })

@@ -5,7 +5,6 @@ import {
   type IdempotencyClaim,
   type IdempotencyReceipt,
   type RecordedResponse,
-  StoreUnavailable,
   type Tenant
 } from "@syllabus/core"
 import { type Context, Effect } from "effect"
@@ -27,7 +26,7 @@ const toReceipt = (row: ReceiptRow): IdempotencyReceipt => ({
   expiresAt: toNumber(row.expires_at)
 })
 
-/** A receipt that keeps vanishing between our insert and our read means something is wrong. */
+/** Rounds of a claim whose key keeps being released between our insert and our read. */
 const maxClaimRounds = 10
 
 export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Service<typeof Idempotency> => {
@@ -61,7 +60,16 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
       }
       // Released between the two statements: the key is free again, try once more.
     }
-    return yield* new StoreUnavailable({ cause: new Error(`idempotency key ${key} could not be claimed or read`) })
+    // Taken and given back by others every time we looked: concurrent requests hold the key,
+    // which is 409 `idempotency_in_progress` for this one (a lost race), not an outage.
+    const held: IdempotencyReceipt = {
+      operationId: attempt.operationId,
+      fingerprint: attempt.fingerprint,
+      state: "in_progress",
+      response: null,
+      expiresAt: attempt.expiresAt
+    }
+    return { _tag: "Existing", receipt: held } satisfies IdempotencyClaim
   })
 
   const complete = Effect.fnUntraced(function*(
@@ -75,8 +83,12 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
       WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
   })
 
+  // Only a claim still in progress: a completed receipt was committed with its write. (After a
+  // COMMIT that went unanswered, the release can reach the server after the commit did.)
   const release = Effect.fnUntraced(function*(tenant: Tenant, key: string, token: string) {
-    yield* unavailable(sql`DELETE FROM idempotency_receipts WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
+    yield* unavailable(sql`
+      DELETE FROM idempotency_receipts
+      WHERE ${receiptKey(tenant, key)} AND token = ${token} AND state = 'in_progress'`)
   })
 
   // Retention: one statement per batch, oldest first over `idempotency_receipts_expires_at`.

@@ -3,7 +3,8 @@
  *
  * - `PgStore`: the ports on a `SqlClient` whose schema is migrated
  * - `migrate` / `PgMigrations`: the schema, safe to apply from several processes at once
- * - `pgLayer(url)`: client, migrations and stores, ready to use
+ * - `pgLayer(url)`: client, migrations, stores and change relay, ready to use
+ * - `PgChangeRelay`: `ChangeRelay` with `LISTEN/NOTIFY`, so processes on one database wake each other's event streams
  * - `accessPathIndexes` / `syncAccessPathIndexes`: the indexes of the access paths (run by `migrate`)
  * - `listStatement`, `scanStatement`, `pruneStatement`: the SQL `Records` runs, for `EXPLAIN`
  */
@@ -11,8 +12,11 @@ import type * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Layer, Redacted } from "effect"
-import type { Idempotency, RateLimitStore, Records, UnitOfWork } from "@syllabus/core"
+import { Effect, Layer, Redacted } from "effect"
+import { BackgroundStore, type ChangeRelay, type Idempotency, type RateLimitStore, type Records, type UnitOfWork } from "@syllabus/core"
+import { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
+import { PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
+import { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
 import { migrate } from "./migrations.js"
 import { PgStore } from "./store.js"
 
@@ -23,23 +27,41 @@ export {
   accessPathIndexPrefix,
   syncAccessPathIndexes
 } from "./access-paths.js"
+export { CHANGE_CHANNEL, makePgChangeRelay, PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
+export { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
 export { listStatement, pruneStatement, scanStatement } from "./records.js"
 export { PgStore } from "./store.js"
+export { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 
 /**
  * Options of the connection pool (see `PgClientConfig`); the URL is given separately. The
  * pool needs at least two connections: migrations hold one for their lock and run on another.
+ * `changeRelay`: options of the `LISTEN/NOTIFY` relay. `timeouts`: the deadlines of the
+ * pool's connections (`defaultPgTimeouts` for what is not given; `connectTimeout`, when given,
+ * wins over `timeouts.connectMs`).
  */
-export type PgLayerOptions = Omit<PgClient.PgClientConfig, "url">
+export type PgLayerOptions = Omit<PgClient.PgClientConfig, "url"> & {
+  readonly changeRelay?: PgChangeRelayOptions
+  readonly timeouts?: Partial<PgTimeouts>
+  /** The background workers' own pool (`BackgroundStore`): its size (default 3), or `false` for none (workers use this pool). */
+  readonly background?: false | { readonly maxConnections?: number }
+}
 
 /** The stores' schema, applied when the layer is built. */
 export const PgMigrationsLayer: Layer.Layer<never, Migrator.MigrationError | SqlError, SqlClient.SqlClient> = Layer
   .effectDiscard(migrate)
 
 /**
- * A pool on `url`, the schema migrated, and the stores on it. The client is part of the
- * output for the other PostgreSQL-backed parts of the service (queues, event streams).
+ * A pool on `url`, the schema migrated, the stores on it, and the `ChangeRelay` that carries
+ * commits between the processes of the database (`LISTEN` holds one connection besides the
+ * pool, opened when a `ChangeSignals` first listens). The client is part of the output for the
+ * other PostgreSQL-backed parts of the service (queues, event streams).
+ *
+ * The pool's connections have deadlines (`PgTimeouts`), so that a stalled database fails
+ * store calls (503) rather than holding them. Migrations run before, on a pool of their own
+ * without the statement and lock deadlines: building an index on a large table, or waiting
+ * for another process's migration, takes the time it takes.
  *
  * Counts and epoch-millisecond columns are bigints, which `pg` returns as strings: the
  * stores convert them, so no type-parser configuration is needed.
@@ -48,15 +70,28 @@ export const pgLayer = (
   url: Redacted.Redacted<string> | string,
   options: PgLayerOptions = {}
 ): Layer.Layer<
-  Records | UnitOfWork | Idempotency | RateLimitStore | PgClient.PgClient | SqlClient.SqlClient,
+  Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | PgClient.PgClient | SqlClient.SqlClient,
   Migrator.MigrationError | SqlError
-> =>
-  Layer.merge(PgStore, PgMigrationsLayer).pipe(
-    Layer.provideMerge(
-      PgClient.layer({
-        applicationName: "syllabus",
-        ...options,
-        url: typeof url === "string" ? Redacted.make(url) : url
-      })
-    )
+> => {
+  const { changeRelay, timeouts = {}, background = {}, ...pool } = options
+  const plain = typeof url === "string" ? url : Redacted.value(url)
+  const connectTimeout = pool.connectTimeout ?? ((timeouts.connectMs ?? defaultPgTimeouts.connectMs) || undefined)
+  const client = (target: string) =>
+    PgClient.layer({ applicationName: "syllabus", ...pool, connectTimeout, url: Redacted.make(target) })
+  const migrations = Layer.effectDiscard(
+    Effect.provide(migrate, client(withDeadlines(plain, { statementMs: 0, lockMs: 0, idleInTransactionMs: 0, queryMs: 0 })))
   )
+  // `BackgroundStore`: the workers' pool, with the same deadlines, so that background work
+  // never takes the requests' connections (issue 11); with `background: false`, this pool.
+  const workers: Layer.Layer<BackgroundStore, SqlError, SqlClient.SqlClient> = background === false
+    ? Layer.effect(BackgroundStore, Effect.context<Records | UnitOfWork | Idempotency>()).pipe(Layer.provide(PgStore))
+    : pgBackgroundStore(withDeadlines(plain, timeouts), {
+    ...pool,
+    connectTimeout,
+    maxConnections: background.maxConnections ?? DEFAULT_BACKGROUND_CONNECTIONS,
+    applicationName: pool.applicationName === undefined ? BACKGROUND_APPLICATION_NAME : `${pool.applicationName}-workers`
+  })
+  return Layer.mergeAll(PgStore, migrations, PgChangeRelay(changeRelay), workers).pipe(
+    Layer.provideMerge(client(withDeadlines(plain, timeouts)))
+  )
+}

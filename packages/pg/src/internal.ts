@@ -1,5 +1,6 @@
 /** What the PostgreSQL stores share: the client, error mapping, transactions. */
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { type Environment, StoreUnavailable, type Tenant } from "@syllabus/core"
 import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
@@ -13,7 +14,10 @@ export interface UnitState {
 export interface Pg {
   /** The client, without the application's name transforms: columns and JSON as stored. */
   readonly sql: SqlClient.SqlClient
-  /** Map a statement's `SqlError` to `StoreUnavailable`, noting conflicts for the unit of work. */
+  /**
+   * Map a statement's `SqlError` to `StoreUnavailable`, noting conflicts for the unit of work.
+   * Outside one, the statement has a connection of its own, closed if left unanswered.
+   */
   readonly run: <A, R>(self: Effect.Effect<A, SqlError, R>) => Effect.Effect<A, StoreUnavailable, R>
   /** A transaction of a store operation: joins the caller's unit of work (as a savepoint), if any. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreUnavailable, R>
@@ -52,6 +56,96 @@ export const shouldRetry = (cause: Cause.Cause<unknown>, state: UnitState): bool
   (state.conflict || Cause.failureOption(cause).pipe(Option.exists(isRetryable)) ||
     Cause.dieOption(cause).pipe(Option.exists(isRetryable)))
 
+/**
+ * The `pg` client under a reserved connection of `@effect/sql-pg` (its `pg` field), as far as
+ * the transaction guard below needs it. `_activeQuery` and `_queryQueue` are private to `pg`
+ * (8.x): where they are missing, a connection is taken to be busy only when its end of
+ * transaction went unanswered.
+ */
+interface PgClientLike {
+  end(): Promise<void>
+  readonly _activeQuery?: unknown
+  readonly _queryQueue?: ReadonlyArray<unknown>
+}
+
+const pgClientOf = (conn: Connection): PgClientLike | undefined => {
+  const client: unknown = (conn as { readonly pg?: unknown }).pg
+  return typeof client === "object" && client !== null && typeof (client as { end?: unknown }).end === "function"
+    ? (client as PgClientLike)
+    : undefined
+}
+
+/**
+ * A statement is still outstanding on the connection: one whose answer was given up on (the
+ * client-side `query_timeout`, an interrupted fiber). Whatever is sent next waits behind it.
+ */
+const isBusy = (conn: Connection): boolean => {
+  const client = pgClientOf(conn)
+  return client !== undefined && (client._activeQuery != null || (client._queryQueue?.length ?? 0) > 0)
+}
+
+/** Close the connection instead of returning it to the pool: the server rolls back what it has open. */
+const discard = (conn: Connection): void => {
+  pgClientOf(conn)?.end().catch(() => undefined)
+}
+
+/** The server answered the statement (with a result or an error of its own): it was not lost on the way. */
+const answered = (error: SqlError): boolean =>
+  typeof error.cause === "object" && error.cause !== null && typeof (error.cause as { code?: unknown }).code === "string"
+
+const abandoned = (what: string) =>
+  new SqlError({ cause: new Error(`${what}: a statement of the transaction is still outstanding`), message: `${what} skipped` })
+
+/**
+ * `SqlClient.makeWithTransaction` with a guard against returning a connection to the pool
+ * mid-transaction. A transaction whose statement timed out on the client side (the server
+ * stalled) or whose fiber was interrupted may still have that statement outstanding: a
+ * ROLLBACK sent behind it would wait as long, and a connection released then would hand the
+ * open transaction to its next user. So the end of a transaction is sent only on an idle
+ * connection, and unless the server answered it (COMMIT or ROLLBACK, success or SQL error) the
+ * connection is closed, not released: PostgreSQL rolls back the transaction of a closed
+ * session. A COMMIT that went unanswered is an uncertain outcome (503; the idempotency
+ * receipt, committed with the write or not at all, tells a retry which).
+ */
+const guardedTransaction = (sql: SqlClient.SqlClient, begin: string) => {
+  /** Connections whose transaction ended with an answer from the server. */
+  const ended = new WeakSet<Connection>()
+  const end = (conn: Connection, statement: "COMMIT" | "ROLLBACK") =>
+    Effect.suspend(() =>
+      isBusy(conn)
+        ? statement === "ROLLBACK" ? Effect.void : Effect.fail(abandoned(statement))
+        : conn.executeUnprepared(statement, [], undefined).pipe(
+          Effect.tap(() => Effect.sync(() => ended.add(conn))),
+          Effect.tapError((error) => Effect.sync(() => answered(error) && ended.add(conn)))
+        )
+    )
+  return SqlClient.makeWithTransaction({
+    transactionTag: SqlClient.TransactionConnection,
+    spanAttributes: [],
+    acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
+      Effect.flatMap(Scope.extend(sql.reserve, scope), (conn) =>
+        // Added after the reservation's own finalizer, so it runs before the release.
+        Effect.as(
+          Scope.addFinalizer(scope, Effect.sync(() => {
+            if (!ended.has(conn) || isBusy(conn)) discard(conn)
+          })),
+          [scope, conn] as const
+        ))),
+    begin: (conn) => conn.executeUnprepared(begin, [], undefined),
+    savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
+    commit: (conn) => end(conn, "COMMIT"),
+    rollback: (conn) => end(conn, "ROLLBACK"),
+    // Skipping it would let the outer transaction go on (and commit) past the inner one's
+    // writes: fail instead, which fails the outer transaction too.
+    rollbackSavepoint: (conn, id) =>
+      Effect.suspend(() =>
+        isBusy(conn)
+          ? Effect.fail(abandoned("ROLLBACK TO SAVEPOINT"))
+          : conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
+      )
+  })
+}
+
 export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope> = Effect.gen(function*() {
   // Whatever transforms the application configured on its client, our column names and JSON
   // documents must reach us as stored.
@@ -65,27 +159,33 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
         if (state !== undefined && isRetryable(error)) state.conflict = true
       }))
 
+  // Outside a unit of work, a statement runs on a connection reserved for it (as the client
+  // would take one from the pool for it), so that a connection the server did not answer is
+  // closed instead of pooled: every later statement on it would wait behind the first, until
+  // the server answers, or the kernel gives up on a host that is gone, minutes later.
+  const onItsConnection = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
+      Option.isSome(outer) ? self : Effect.scoped(
+        Effect.flatMap(sql.reserve, (conn) =>
+          // Added after the reservation's own finalizer, so it runs before the release.
+          Effect.zipRight(
+            Effect.addFinalizer(() => Effect.sync(() => isBusy(conn) && discard(conn))),
+            Effect.provideService(self, SqlClient.TransactionConnection, [conn, 0] as const)
+          ))
+      ))
+
   const run = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, StoreUnavailable, R> =>
-    self.pipe(
+    onItsConnection(self).pipe(
       Effect.tapError(noteConflict),
       Effect.mapError((cause) => new StoreUnavailable({ cause }))
     )
 
-  // `sql.withTransaction` as the client builds it, but opening with
-  // `BEGIN ISOLATION LEVEL SERIALIZABLE`: one round trip instead of `BEGIN` then
-  // `SET TRANSACTION …`. It provides the client's `TransactionConnection`, so every statement
-  // and nested transaction inside joins it exactly as with `sql.withTransaction`.
-  const withSerializableTransaction = SqlClient.makeWithTransaction({
-    transactionTag: SqlClient.TransactionConnection,
-    spanAttributes: [],
-    acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
-      Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)),
-    begin: (conn) => conn.executeUnprepared("BEGIN ISOLATION LEVEL SERIALIZABLE", [], undefined),
-    savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
-    commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
-    rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
-    rollbackSavepoint: (conn, id) => conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
-  })
+  // Both open in one statement (`BEGIN ISOLATION LEVEL SERIALIZABLE`: one round trip instead
+  // of `BEGIN` then `SET TRANSACTION …`) and provide the client's `TransactionConnection`, so
+  // every statement and nested transaction inside joins them exactly as with
+  // `sql.withTransaction`; both guard the end of a transaction (`guardedTransaction`).
+  const withPlainTransaction = guardedTransaction(sql, "BEGIN")
+  const withSerializableTransaction = guardedTransaction(sql, "BEGIN ISOLATION LEVEL SERIALIZABLE")
 
   const inTransaction = (withTransaction: typeof sql.withTransaction) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R> =>
@@ -96,7 +196,7 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
       ),
       commitFailures
     )
-  const transaction = inTransaction(sql.withTransaction)
+  const transaction = inTransaction(withPlainTransaction)
   const serializable = inTransaction(withSerializableTransaction)
 
   const detached = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>

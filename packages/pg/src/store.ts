@@ -1,14 +1,29 @@
 /** The store ports on one `SqlClient`: the PostgreSQL adapter of `@syllabus/core`. */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Idempotency, RateLimitStore, Records, StoreUnavailable, UnitOfWork } from "@syllabus/core"
-import { Context, Effect, Exit, Layer, Option } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Option, Random } from "effect"
 import { makeIdempotency } from "./idempotency.js"
 import { makePg, type Pg, shouldRetry, type UnitState } from "./internal.js"
 import { makeRateLimitStore } from "./rateLimit.js"
 import { makeRecords } from "./records.js"
 
-/** Runs of one unit of work that lost races before giving up with `StoreUnavailable`. */
-const maxAttempts = 30
+/**
+ * How long a unit of work that keeps losing races is run again before it gives up with
+ * `StoreUnavailable`. A race has a winner, and the loser's next run decides from what the winner
+ * committed (a 409, 412 or 404 of its own, or its write); only a store that cannot serve the
+ * write in time (overloaded: dozens of writers of one row, each slow) loses for this long. A
+ * request's deadline (30 s) comes later. It used to be 30 runs, one right after another: 60
+ * concurrent writers of one row, or appending to one showcase (a count-then-insert), used them
+ * up within a second or two, and a mere race was a 503 (18 and 31 of 180, docs/reliability.md).
+ */
+const retryForMs = 20_000
+
+/**
+ * Before its next run, a unit of work that lost a race waits a random pause of up to
+ * 2^attempt ms, at most this long: rerun at once, the losers of one race meet again and lose
+ * again, while spread out most reruns find the winner committed.
+ */
+const maxPauseMs = 1000
 
 /**
  * Units of work are SERIALIZABLE transactions, so that they behave as if run one at a time
@@ -30,10 +45,14 @@ const makeUnitOfWork = ({ serializable, transaction, unit }: Pg): Context.Tag.Se
 
   const outermost = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R> =>
     Effect.gen(function*() {
+      const giveUpAt = (yield* Clock.currentTimeMillis) + retryForMs
       for (let attempt = 1;; attempt++) {
         const [exit, state] = yield* once(effect)
-        if (Exit.isSuccess(exit) || attempt >= maxAttempts || !shouldRetry(exit.cause, state)) return yield* exit
+        if (Exit.isSuccess(exit) || !shouldRetry(exit.cause, state) || (yield* Clock.currentTimeMillis) >= giveUpAt) {
+          return yield* exit
+        }
         yield* Effect.annotateCurrentSpan("syllabus.transaction.retries", attempt)
+        yield* Effect.sleep(yield* Random.nextIntBetween(0, Math.min(maxPauseMs, 2 ** attempt) + 1))
       }
     })
 

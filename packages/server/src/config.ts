@@ -13,10 +13,53 @@ export const ServerConfig = Config.all({
   /** Let production webhooks reach http and loopback receivers (local development only). */
   allowLocalWebhooks: Config.boolean("ALLOW_LOCAL_WEBHOOKS").pipe(Config.withDefault(false)),
   docsUrl: Config.string("DOCS_URL").pipe(Config.withDefault("https://docs.syllabus.dev")),
-  traceRequests: Config.boolean("TRACE_REQUESTS").pipe(Config.withDefault(false))
+  traceRequests: Config.boolean("TRACE_REQUESTS").pipe(Config.withDefault(false)),
+  /** Deadlines (docs/reliability.md, "Fail closed on a stalled database"): unset keeps the defaults. */
+  requestDeadlineMs: Config.option(Config.integer("REQUEST_DEADLINE_MS")),
+  uploadRequestDeadlineMs: Config.option(Config.integer("UPLOAD_REQUEST_DEADLINE_MS")),
+  readinessDeadlineMs: Config.option(Config.integer("READINESS_DEADLINE_MS")),
+  dbStatementTimeoutMs: Config.option(Config.integer("DB_STATEMENT_TIMEOUT_MS")),
+  dbLockTimeoutMs: Config.option(Config.integer("DB_LOCK_TIMEOUT_MS")),
+  dbIdleInTransactionTimeoutMs: Config.option(Config.integer("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS")),
+  dbQueryTimeoutMs: Config.option(Config.integer("DB_QUERY_TIMEOUT_MS")),
+  dbConnectTimeoutMs: Config.option(Config.integer("DB_CONNECT_TIMEOUT_MS")),
+  /** The edge (docs/reliability.md, "Hostile clients"): unset keeps the defaults of `defaultEdgeLimits` and the wire. */
+  maxUnfinished: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS")),
+  maxUnfinishedPerOrigin: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS_PER_ORIGIN")),
+  headersTimeoutMs: Config.option(Config.integer("HEADERS_TIMEOUT_MS")),
+  bodyTimeoutMs: Config.option(Config.integer("BODY_TIMEOUT_MS")),
+  partBodyTimeoutMs: Config.option(Config.integer("PART_BODY_TIMEOUT_MS"))
 })
 
 export type ServerConfig = Config.Config.Success<typeof ServerConfig>
+
+/** The configured ones of `entries`: an unset variable keeps its default. */
+const configured = <K extends string>(entries: Record<K, Option.Option<number>>): Partial<Record<K, number>> => {
+  const out: Partial<Record<K, number>> = {}
+  for (const name of Object.keys(entries) as Array<K>) {
+    const value = entries[name]
+    if (Option.isSome(value)) out[name] = value.value
+  }
+  return out
+}
+
+/** The request deadlines of `ServerSettings`. */
+export const deadlineSettingsOf = (config: ServerConfig) =>
+  configured({
+    requestDeadlineMs: config.requestDeadlineMs,
+    uploadRequestDeadlineMs: config.uploadRequestDeadlineMs,
+    readinessDeadlineMs: config.readinessDeadlineMs
+  })
+
+/** The deadlines of the PostgreSQL pool (`PgTimeouts`). */
+export const pgTimeoutsOf = (config: ServerConfig) =>
+  configured({
+    statementMs: config.dbStatementTimeoutMs,
+    lockMs: config.dbLockTimeoutMs,
+    idleInTransactionMs: config.dbIdleInTransactionTimeoutMs,
+    queryMs: config.dbQueryTimeoutMs,
+    connectMs: config.dbConnectTimeoutMs
+  })
 
 /** Both keys, when both are configured; else they live in the store. */
 export const configuredKeys = (config: ServerConfig) =>

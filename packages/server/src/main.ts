@@ -5,16 +5,13 @@
  *   syllabus-server [--demo]          serve on PORT/HOST (in memory unless DATABASE_URL is set)
  *   syllabus-server create-account --name N --subdomain S --admin-email E --admin-name A --admin-password P
  */
-import { syllabusLayer, app } from "@syllabus/http"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { type EdgeLimits, makeNodeEdge, syllabusLayer } from "@syllabus/http"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
 import { parseArgs } from "node:util"
 import { type AccountRequest, DEMO_ACCOUNT, describeAccount, openAccountFrom } from "./accounts.js"
-import { configuredKeys, ServerConfig } from "./config.js"
+import { configuredKeys, deadlineSettingsOf, ServerConfig } from "./config.js"
 import { fileStorageLayer, storeLayer } from "./store.js"
 
 const { values, positionals } = parseArgs({
@@ -39,7 +36,13 @@ const program = Effect.gen(function* () {
     ...(keys ? { keys } : {}),
     rateLimits: config.rateLimits,
     allowLocalWebhooks: config.allowLocalWebhooks,
-    settings: { docsUrl: config.docsUrl, traceRequests: config.traceRequests }
+    settings: {
+      docsUrl: config.docsUrl,
+      traceRequests: config.traceRequests,
+      ...deadlineSettingsOf(config),
+      ...Option.match(config.bodyTimeoutMs, { onNone: () => ({}), onSome: (bodyTimeoutMs) => ({ bodyTimeoutMs }) }),
+      ...Option.match(config.partBodyTimeoutMs, { onNone: () => ({}), onSome: (partBodyTimeoutMs) => ({ partBodyTimeoutMs }) })
+    }
   })
 
   if (positionals[0] === "create-account") {
@@ -60,12 +63,32 @@ const program = Effect.gen(function* () {
   if (positionals.length > 0) return yield* Effect.fail(new Error(`Unknown command: ${positionals.join(" ")}`))
 
   const seedDemo = values.demo || store.kind === "memory"
-  const server = HttpServer.serve(app).pipe(
-    // No platform `http.server` span per request unless TRACE_REQUESTS asks for it.
-    HttpMiddleware.withTracerDisabledWhen(() => !config.traceRequests),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
-    Layer.provideMerge(services)
-  )
+  // The app behind the edge (docs/reliability.md, "Hostile clients"): caps on unfinished
+  // requests, timeouts sized for JSON, and Node's parser errors in the envelope. No platform
+  // `http.server` span per request unless TRACE_REQUESTS asks for it (ServerSettings).
+  const server = Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const edge = yield* makeNodeEdge(edgeLimitsOf(config))
+      // Without Host, the edge answers 400 in the envelope instead of Node's bare one.
+      const node = createServer({ ...edge.serverOptions, requireHostHeader: false }, edge.listener)
+      edge.attach(node)
+      yield* Effect.acquireRelease(
+        Effect.async<void, Error>((resume) => {
+          const onError = (error: Error) => resume(Effect.fail(error))
+          node.once("error", onError)
+          node.listen(config.port, config.host, () => {
+            node.off("error", onError)
+            resume(Effect.void)
+          })
+        }),
+        () =>
+          Effect.async<void>((resume) => {
+            node.close(() => resume(Effect.void))
+            node.closeIdleConnections()
+          })
+      )
+    })
+  ).pipe(Layer.provideMerge(services))
   yield* Layer.launch(
     Layer.effectDiscard(
       Effect.gen(function* () {
@@ -80,5 +103,15 @@ const program = Effect.gen(function* () {
     ).pipe(Layer.provideMerge(server))
   )
 })
+
+/** The edge's limits from the environment; the whole-request backstop stays longer than a part's deadline. */
+const edgeLimitsOf = (config: ServerConfig): Partial<EdgeLimits> => {
+  const limits: { -readonly [K in keyof EdgeLimits]?: EdgeLimits[K] } = {}
+  if (Option.isSome(config.maxUnfinished)) limits.maxUnfinished = config.maxUnfinished.value
+  if (Option.isSome(config.maxUnfinishedPerOrigin)) limits.maxUnfinishedPerOrigin = config.maxUnfinishedPerOrigin.value
+  if (Option.isSome(config.headersTimeoutMs)) limits.headersTimeoutMs = config.headersTimeoutMs.value
+  if (Option.isSome(config.partBodyTimeoutMs)) limits.requestTimeoutMs = Math.max(150_000, config.partBodyTimeoutMs.value + 30_000)
+  return limits
+}
 
 NodeRuntime.runMain(program as Effect.Effect<void, unknown, never>)

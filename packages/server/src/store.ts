@@ -4,7 +4,7 @@ import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
 import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
 import { type Layer, Option } from "effect"
-import type { ServerConfig } from "./config.js"
+import { pgTimeoutsOf, type ServerConfig } from "./config.js"
 
 export interface ChosenStore {
   readonly kind: "memory" | "postgresql"
@@ -14,7 +14,7 @@ export interface ChosenStore {
 export const storeLayer = (config: ServerConfig): ChosenStore =>
   Option.match(config.databaseUrl, {
     onNone: () => ({ kind: "memory", layer: MemoryStore }),
-    onSome: (url) => ({ kind: "postgresql", layer: pgLayer(url) })
+    onSome: (url) => ({ kind: "postgresql", layer: pgLayer(url, { timeouts: pgTimeoutsOf(config) }) })
   })
 
 /** Where file bytes live, chosen apart from the record store: local files unless `FILE_STORAGE=memory`. */

@@ -4,12 +4,19 @@
  *   uploads/<uploadId>/key        the key the upload belongs to
  *   uploads/<uploadId>/<n>.part   a stored part
  *   uploads/<uploadId>/<uuid>.tmp a part or object being written
+ *   uploads/<uploadId>/completed  the object the upload was completed into (JSON), until abort
  *   objects/<key>                 a completed object (the key's segments are directories)
  *
  * Bytes only ever stream (a chunk at a time, awaiting each write), so memory stays flat whatever
  * the size. Everything is written to a temporary file first and renamed into place, so a part or
  * an object is either whole or absent, and replacing one is atomic. Temporary files live in the
  * upload's directory: the same file system as `objects/` (rename needs it) and swept by abort.
+ *
+ * Completion is idempotent per upload: the object is renamed into place (atomically replacing
+ * whatever was there), then the completion is recorded (`completed`, renamed into place too), and
+ * only then are the parts removed. Completing again, at once or later, answers the recorded object;
+ * a completion that lost a race with another one of the same upload (its parts or its temporary
+ * file removed under it) answers the winner's record instead of failing. Abort removes the record.
  *
  * Every failure of the file system (ENOSPC, EACCES, a file where a directory should be, …) is
  * `StorageUnavailable` with the Node error as cause; so are an unknown upload, a part that
@@ -85,6 +92,37 @@ export const makeLocalFileStorage = (options: LocalFileStorageOptions): FileStor
   const tempFile = (uploadId: string) => path.join(uploadDir(uploadId), `${randomUUID()}.tmp`)
   const objectFile = (key: string) => path.join(root, "objects", ...key.split("/"))
   const keyFile = (uploadId: string) => path.join(uploadDir(uploadId), "key")
+  const completionFile = (uploadId: string) => path.join(uploadDir(uploadId), "completed")
+
+  /** The object an upload of `key` was completed into, if it was (and not aborted since). */
+  const completion = (key: string, uploadId: string): Effect.Effect<Option.Option<StoredObject>, StorageUnavailable> =>
+    Effect.tryPromise({
+      try: async (): Promise<Option.Option<StoredObject>> => {
+        const recorded = JSON.parse(await fs.readFile(completionFile(uploadId), "utf8")) as { key: string; size: number; sha256: string; head: string }
+        if (recorded.key !== key) return Option.none()
+        return Option.some({ key, size: recorded.size, sha256: recorded.sha256, head: new Uint8Array(Buffer.from(recorded.head, "base64")) })
+      },
+      catch: (error) => error
+    }).pipe(Effect.catchAll((error) => (isMissing(error) ? Effect.succeedNone : Effect.fail(unavailable(error)))))
+
+  /** Record the completion: written aside, then renamed into place, so it is whole or absent. */
+  const recordCompletion = (uploadId: string, object: StoredObject) =>
+    Effect.suspend(() => {
+      const temp = tempFile(uploadId)
+      const text = JSON.stringify({ key: object.key, size: object.size, sha256: object.sha256, head: Buffer.from(object.head).toString("base64") })
+      return attempt(() => fs.writeFile(temp, text, { flag: "wx" })).pipe(Effect.zipRight(moveInto(temp, completionFile(uploadId))))
+    })
+
+  /** After completion: the parts (and temporary files) are garbage; the key and the record stay. */
+  const removeParts = (uploadId: string) =>
+    Effect.ignore(
+      attempt(async () => {
+        const entries = await fs.readdir(uploadDir(uploadId))
+        await Promise.all(
+          entries.filter((name) => name !== "key" && name !== "completed").map((name) => fs.rm(path.join(uploadDir(uploadId), name), { force: true }))
+        )
+      })
+    )
 
   /** The key an upload was started for; none when the upload is gone (aborted, completed, never). */
   const uploadKey = (uploadId: string): Effect.Effect<Option.Option<string>, StorageUnavailable> =>
@@ -100,6 +138,8 @@ export const makeLocalFileStorage = (options: LocalFileStorageOptions): FileStor
       yield* checkUploadId(uploadId)
       const owner = yield* uploadKey(uploadId)
       if (Option.getOrUndefined(owner) !== key) return yield* Effect.fail(noSuchUpload(key, uploadId))
+      // A completed upload takes no more parts.
+      if (Option.isSome(yield* completion(key, uploadId))) return yield* Effect.fail(noSuchUpload(key, uploadId))
     })
 
   /** A stored part's bytes, failing unless it exists with the size the caller was told. */
@@ -143,19 +183,34 @@ export const makeLocalFileStorage = (options: LocalFileStorageOptions): FileStor
 
     completeUpload: (key, uploadId, parts) =>
       Effect.gen(function* () {
-        yield* openUpload(key, uploadId)
-        const temp = tempFile(uploadId)
-        const meter = objectMeter(SNIFF_BYTES)
-        const joined = Stream.flatMap(Stream.fromIterable(parts), (part) => partBytes(uploadId, part))
-        yield* streamToFile(temp, joined, (chunk) => Effect.sync(() => meter.add(chunk)))
-        const target = objectFile(key)
-        yield* attempt(() => fs.mkdir(path.dirname(target), { recursive: true })).pipe(
-          Effect.onError(() => removeQuietly(temp))
+        yield* checkKey(key)
+        yield* checkUploadId(uploadId)
+        const done = yield* completion(key, uploadId)
+        if (Option.isSome(done)) return done.value
+        const join = Effect.gen(function* () {
+          yield* openUpload(key, uploadId)
+          const temp = tempFile(uploadId)
+          const meter = objectMeter(SNIFF_BYTES)
+          const joined = Stream.flatMap(Stream.fromIterable(parts), (part) => partBytes(uploadId, part))
+          yield* streamToFile(temp, joined, (chunk) => Effect.sync(() => meter.add(chunk)))
+          const target = objectFile(key)
+          yield* attempt(() => fs.mkdir(path.dirname(target), { recursive: true })).pipe(
+            Effect.onError(() => removeQuietly(temp))
+          )
+          yield* moveInto(temp, target)
+          const object: StoredObject = { key, size: meter.size(), sha256: meter.sha256(), head: meter.head() }
+          yield* recordCompletion(uploadId, object)
+          // The object is in place and recorded; parts left behind by a failed removal are garbage, not data.
+          yield* removeParts(uploadId)
+          return object
+        })
+        // A completion of the same upload that finished first removed the parts (or our
+        // temporary file) under us: its record is the answer.
+        return yield* join.pipe(
+          Effect.catchAll((error) =>
+            Effect.flatMap(completion(key, uploadId), Option.match({ onNone: () => Effect.fail(error), onSome: Effect.succeed }))
+          )
         )
-        yield* moveInto(temp, target)
-        // The object is in place; parts left behind by a failed removal are garbage, not data.
-        yield* Effect.ignore(attempt(() => fs.rm(uploadDir(uploadId), { recursive: true, force: true })))
-        return { key, size: meter.size(), sha256: meter.sha256(), head: meter.head() } satisfies StoredObject
       }),
 
     abortUpload: (key, uploadId) =>
@@ -165,7 +220,9 @@ export const makeLocalFileStorage = (options: LocalFileStorageOptions): FileStor
         const owner = yield* uploadKey(uploadId)
         // A directory without its key file is a start that failed half-way: removed all the same.
         if (Option.isSome(owner) && owner.value !== key) return yield* Effect.fail(noSuchUpload(key, uploadId))
-        yield* attempt(() => fs.rm(uploadDir(uploadId), { recursive: true, force: true }))
+        // A part being written meanwhile may add a file while the directory is emptied (ENOTEMPTY):
+        // that write then fails, its directory gone; removing again finishes the work.
+        yield* attempt(() => fs.rm(uploadDir(uploadId), { recursive: true, force: true, maxRetries: 5 }))
       }),
 
     readObject: (key) =>

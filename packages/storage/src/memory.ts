@@ -1,7 +1,8 @@
 /**
  * File storage in memory: for tests and the in-memory server. Parts and objects are kept as the
  * chunks that arrived (holding them is the point here); the semantics and errors are those of
- * the local adapter. State lives as long as the layer; every build starts empty.
+ * the local adapter. State lives as long as the layer; every build starts empty. As there, an
+ * upload completed answers the same object when completed again, until it is aborted.
  */
 import { randomUUID } from "node:crypto"
 import { Effect, Layer, Stream } from "effect"
@@ -21,6 +22,8 @@ interface Upload {
 export const makeMemoryFileStorage: Effect.Effect<FileStorage["Type"]> = Effect.sync(() => {
   const uploads = new Map<string, Upload>()
   const objects = new Map<string, Bytes>()
+  /** Uploads completed (and not aborted since): the object each was completed into. */
+  const completed = new Map<string, StoredObject>()
 
   const findUpload = (key: string, uploadId: string) =>
     Effect.suspend(() => {
@@ -62,6 +65,8 @@ export const makeMemoryFileStorage: Effect.Effect<FileStorage["Type"]> = Effect.
     completeUpload: (key, uploadId, parts) =>
       Effect.gen(function* () {
         yield* checkNames(key, uploadId)
+        const done = completed.get(uploadId)
+        if (done !== undefined && done.key === key) return done
         const upload = yield* findUpload(key, uploadId)
         const meter = objectMeter(SNIFF_BYTES)
         const chunks: Array<Uint8Array> = []
@@ -76,16 +81,19 @@ export const makeMemoryFileStorage: Effect.Effect<FileStorage["Type"]> = Effect.
         }
         objects.set(key, { chunks, size: meter.size() })
         uploads.delete(uploadId)
-        return { key, size: meter.size(), sha256: meter.sha256(), head: meter.head() } satisfies StoredObject
+        const object: StoredObject = { key, size: meter.size(), sha256: meter.sha256(), head: meter.head() }
+        completed.set(uploadId, object)
+        return object
       }),
 
     abortUpload: (key, uploadId) =>
       Effect.gen(function* () {
         yield* checkNames(key, uploadId)
-        const upload = uploads.get(uploadId)
-        if (upload === undefined) return
-        if (upload.key !== key) return yield* Effect.fail(noSuchUpload(key, uploadId))
+        const owner = uploads.get(uploadId)?.key ?? completed.get(uploadId)?.key
+        if (owner === undefined) return
+        if (owner !== key) return yield* Effect.fail(noSuchUpload(key, uploadId))
         uploads.delete(uploadId)
+        completed.delete(uploadId)
       }),
 
     // Looked up when the stream runs, not when it is built; a missing object is a failure.

@@ -139,6 +139,7 @@ export const taxonomies: ResourceDefinition = defineResource({
         yield* Effect.forEach(terms, removeTerm, { discard: true })
       })
   },
+  writeErrors: ["already_exists"],
   trash: false,
   replicable: true,
   revision: "string",
@@ -190,6 +191,7 @@ export const taxonomyTerms: ResourceDefinition = defineResource({
     afterDelete: (record) =>
       Effect.zipRight(dropLinks([{ field: "taxonomy_term_id", op: "eq", value: record.id }]), refreshTermsCount(String(record.data.taxonomy_id)))
   },
+  writeErrors: ["already_exists"],
   trash: false,
   replicable: true,
   revision: "string",

@@ -145,9 +145,10 @@ interface ApiErrorFields {
   readonly internal?: unknown
   /**
    * Where the contract gives one code two statuses: `credential_revoked` is 401 when
-   * authenticating, 422 on credential management operations.
+   * authenticating, 422 on credential management operations; `http_error` is answered "as
+   * response" (§7), 408 when a request body does not arrive in time.
    */
-  readonly statusOverride?: 422 | undefined
+  readonly statusOverride?: 408 | 422 | undefined
 }
 
 /**
@@ -173,7 +174,7 @@ export interface FailOptions {
   readonly params?: Readonly<Record<string, string | number>>
   readonly headers?: Readonly<Record<string, string>>
   readonly internal?: unknown
-  readonly statusOverride?: 422
+  readonly statusOverride?: 408 | 422
   readonly rateLimit?: RateLimitBody
 }
 

@@ -13,8 +13,14 @@
  *   is a failed attempt.
  * - At least once: a delivery stays `pending` until an attempt succeeds or it dies; a worker
  *   that dies mid-send leaves a lease that runs out, and the delivery is sent again.
+ * - Fair work (issue 11): each tenant's deliveries are a queue by due time (`due_at`, indexed;
+ *   null once finished), and the tenants with something due are found from one queue record
+ *   each (`webhook_delivery_queue`), so a pass costs the same whatever the backlog. Attempts
+ *   take slots of the process's background budget (`workers/background.ts`), accounts in
+ *   turn and a few at most each, so one account's backlog never delays another's deliveries.
  * - `health` on the webhook is recomputed from the retained deliveries and attempts after
- *   every change and when a counted item leaves its 24-hour window.
+ *   changes (at most once a second per webhook while they keep coming) and when a counted
+ *   item leaves its 24-hour window.
  * - Deliveries and attempts are kept 30 days from their creation (404 afterwards).
  * - Replays (`POST /webhooks/{id}/replays`) make new deliveries (origin `replay`) of events
  *   still retained, with the JSON recorded when they occurred.
@@ -22,7 +28,7 @@
  * Sending is a port (`WebhookSender`): the HTTP implementation signs the request with the
  * Standard Webhooks scheme and checks the destination when it connects.
  */
-import { Clock, Context, Effect, Option, Random, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, FiberSet, Option, Random } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { apiError, type DetailItem, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import {
@@ -41,6 +47,7 @@ import {
 import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp, HOUR, MINUTE, parseTimestamp, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
+import { backgroundBudget, yieldToEventLoop } from "../workers/background.js"
 import { EVENT_RETENTION_MS, EVENT_TYPE, eventView } from "./events.js"
 
 /** The destination rules of registration, also checked by senders when they connect. */
@@ -49,6 +56,14 @@ export { type DestinationProblem, destinationProblem } from "./webhooks-destinat
 export const WEBHOOK_TYPE = "webhook"
 export const WEBHOOK_DELIVERY_TYPE = "webhook_delivery"
 export const WEBHOOK_ATTEMPT_TYPE = "webhook_delivery_attempt"
+/**
+ * The due-time queue of a tenant's deliveries (internal, one record per tenant): `due_at` is at
+ * or before the earliest `due_at` of its deliveries (null: none is waiting), so that workers
+ * find the tenants with work due from one index, without reading any backlog. Whoever makes a
+ * delivery due earlier lowers it after committing (`queueBy`); a worker that finds nothing due
+ * raises it (`raiseQueue`).
+ */
+export const WEBHOOK_QUEUE_TYPE = "webhook_delivery_queue"
 /** §8.3: deliveries and their attempts are kept 30 days. */
 export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * DAY
 /** The wait before attempt n + 1 after attempt n failed (open-points: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
@@ -211,6 +226,50 @@ const activeWebhooks = (tenant: Tenant) =>
 
 const tenantKey = (tenant: Tenant) => `${tenant.accountId}:${tenant.environment}`
 
+const queueId = (tenant: Tenant) => `whq_${tenant.environment}_${tenant.accountId}`
+
+const isRace = (e: unknown): boolean =>
+  typeof e === "object" && e !== null && ["RevisionConflict", "UniqueViolation"].includes((e as { _tag?: string })._tag ?? "")
+
+/**
+ * In a unit of work of its own (again after a lost race): the tenant's queue is due at `at`
+ * or earlier. Written only when it is later, or missing.
+ */
+const ensureQueued = (tenant: Tenant, at: number) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    yield* uow.transaction(
+      Effect.gen(function* () {
+        const queue = yield* records.get(tenant, WEBHOOK_QUEUE_TYPE, queueId(tenant))
+        if (queue === undefined) {
+          yield* records.insert(tenant, WEBHOOK_QUEUE_TYPE, queueId(tenant), { id: queueId(tenant), due_at: at })
+          return
+        }
+        const due = queue.data.due_at
+        if (typeof due === "number" && due <= at) return
+        yield* records.update(tenant, WEBHOOK_QUEUE_TYPE, queue.id, { ...queue.data, due_at: at }, { expectedRevision: queue.revision })
+      })
+    )
+  }).pipe(Effect.retry({ times: 3, while: isRace }))
+
+/**
+ * After a delivery of the tenant became due at `at` (committed: written, or moved to an
+ * earlier time): its queue must be due by then. A plain read first, so that in a storm (the
+ * queue due already) nothing more happens; the queue is not read inside the writer's unit of
+ * work, which would make every attempt's transaction depend on one hot record. Raising the
+ * queue re-reads the deliveries after it commits (`raiseQueue`), so a writer that committed
+ * while a raise ran is never left behind it.
+ */
+const queueBy = (tenant: Tenant, at: number) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const queue = yield* records.get(tenant, WEBHOOK_QUEUE_TYPE, queueId(tenant))
+    const due = queue?.data.due_at
+    if (typeof due === "number" && due <= at) return
+    yield* ensureQueued(tenant, at)
+  })
+
 /** Events of one tenant fanned out in one unit of work (one commit for a whole batch's events). */
 const FANOUT_GROUP = 50
 
@@ -241,15 +300,18 @@ const fanOut = (batch: number) =>
         hooks
           .filter((w) => String(w.data.created_at) <= String(event.data.created_at) && Number(w.data.payload_version) === Number(event.data.version))
           .filter((w) => webhookReceives(w.data, event.data))
-      /** Fan out one event inside the caller's unit of work; its targets, or none when another worker did it. */
-      const fanOutOne = (event: StoredRecord, now: number) =>
+      /**
+       * Fan out one event inside the caller's unit of work: its deliveries join `rows` (the
+       * unit inserts them together); its targets, or none when another worker did it.
+       */
+      const fanOutOne = (event: StoredRecord, now: number, rows: Array<{ readonly id: string; readonly data: JsonObject }>) =>
         Effect.gen(function* () {
           const current = yield* records.get(event.tenant, EVENT_TYPE, event.id)
           if (!current || (current.data.webhook_fanout ?? null) !== null) return []
           const targets = targetsOf(current)
           for (const webhook of targets) {
             const id = yield* ids.next("webhook_delivery")
-            yield* records.insert(event.tenant, WEBHOOK_DELIVERY_TYPE, id, newDelivery(webhook, current.data, "automatic", id, now))
+            rows.push({ id, data: newDelivery(webhook, current.data, "automatic", id, now) })
           }
           yield* records.update(event.tenant, EVENT_TYPE, event.id, { ...current.data, webhook_fanout: targets.length }, {
             expectedRevision: current.revision
@@ -260,8 +322,18 @@ const fanOut = (batch: number) =>
       const unit = (group: ReadonlyArray<StoredRecord>) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          return yield* uow.transaction(Effect.map(Effect.forEach(group, (event) => fanOutOne(event, now)), (all) => all.flat()))
+          return yield* uow.transaction(
+            Effect.gen(function* () {
+              const rows: Array<{ readonly id: string; readonly data: JsonObject }> = []
+              const targets = (yield* Effect.forEach(group, (event) => fanOutOne(event, now, rows))).flat()
+              // The group's deliveries in as few statements as the store allows.
+              if (rows.length > 0) yield* records.insertMany(tenant, WEBHOOK_DELIVERY_TYPE, rows)
+              return targets
+            })
+          )
         }).pipe(Effect.either)
+      const since = yield* Clock.currentTimeMillis
+      let created = false
       for (let start = 0; start < ofTenant.length; start += FANOUT_GROUP) {
         const group = ofTenant.slice(start, start + FANOUT_GROUP)
         const ran = yield* unit(group)
@@ -276,7 +348,11 @@ const fanOut = (batch: number) =>
           }
         }
         for (const w of targets) touched.set(`${key}:${w.id}`, { tenant, webhookId: w.id })
+        created ||= targets.length > 0
+        yield* yieldToEventLoop
       }
+      // The new deliveries are due (since before their units began): so is the tenant's queue.
+      if (created) yield* queueBy(tenant, since)
     }
     yield* Effect.forEach(touched.values(), ({ tenant, webhookId }) => refreshHealth(tenant, webhookId), { discard: true })
     return events.length
@@ -348,18 +424,34 @@ export const refreshHealth = (tenant: Tenant, webhookId: string) =>
 // ---------------------------------------------------------------------------------------
 // Attempts
 
-/** Per process: attempts started per webhook in the last second (`max_per_second`). */
-type RateWindow = Map<string, Array<number>>
+/** Per process: attempts started per webhook in the last second (`max_per_second`), and each webhook's limit as last read. */
+interface RateWindow {
+  readonly starts: Map<string, Array<number>>
+  readonly limits: Map<string, number>
+}
+
+const newRateWindow = (): RateWindow => ({ starts: new Map(), limits: new Map() })
+
+const recentStarts = (window: RateWindow, webhookId: string, now: number): Array<number> => {
+  const recent = (window.starts.get(webhookId) ?? []).filter((t) => t > now - SECOND)
+  if (recent.length === 0) window.starts.delete(webhookId)
+  else window.starts.set(webhookId, recent)
+  return recent
+}
 
 const rateAllows = (window: RateWindow, webhookId: string, limit: number, now: number): boolean => {
-  const recent = (window.get(webhookId) ?? []).filter((t) => t > now - SECOND)
-  if (recent.length >= limit) {
-    window.set(webhookId, recent)
-    return false
-  }
+  window.limits.set(webhookId, limit)
+  const recent = recentStarts(window, webhookId, now)
+  if (recent.length >= limit) return false
   recent.push(now)
-  window.set(webhookId, recent)
+  window.starts.set(webhookId, recent)
   return true
+}
+
+/** Whether the webhook used its last second's attempts already (as far as this process knows): not worth a slot now. */
+const rateSpent = (window: RateWindow, webhookId: string, now: number): boolean => {
+  const limit = window.limits.get(webhookId)
+  return limit !== undefined && recentStarts(window, webhookId, now).length >= limit
 }
 
 const newOwner = Effect.gen(function* () {
@@ -375,8 +467,19 @@ const ignoreConflicts = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     )
   )
 
-/** Send one due delivery, if this worker wins it, and record the attempt. */
-const attemptDelivery = (candidate: StoredRecord, window: RateWindow) =>
+/** What attempts share in a worker: the rate windows, and where a webhook whose deliveries changed is reported (for its health). */
+interface AttemptContext {
+  readonly window: RateWindow
+  readonly touched: (tenant: Tenant, webhookId: string) => Effect.Effect<void, unknown, Records | UnitOfWork>
+}
+
+/**
+ * Send one due delivery, if this worker wins it, and record the attempt. The claim moves the
+ * delivery's `due_at` to the end of its lease (a worker that dies mid-send leaves it due
+ * then); the attempt's record moves it to the next retry (null when finished), and the
+ * tenant's queue with it when that is earlier.
+ */
+const attemptDelivery = (candidate: StoredRecord, context: AttemptContext) =>
   Effect.gen(function* () {
     const records = yield* Records
     const uow = yield* UnitOfWork
@@ -384,6 +487,8 @@ const attemptDelivery = (candidate: StoredRecord, window: RateWindow) =>
     const sender = yield* WebhookSender
     const now = yield* Clock.currentTimeMillis
     const tenant = candidate.tenant
+    // Held under a lease that still runs (by a worker of a version without the due-time queue): not stalled.
+    if (candidate.data.status === "sending" && Number(candidate.data.lease_until ?? 0) > now) return
     const webhook = yield* records.get(tenant, WEBHOOK_TYPE, String(candidate.data.webhook_id))
     if (!webhook) {
       // The webhook was removed for good: its deliveries go with it.
@@ -398,11 +503,12 @@ const attemptDelivery = (candidate: StoredRecord, window: RateWindow) =>
       )
       return
     }
-    if (!rateAllows(window, webhook.id, Number(webhook.data.max_per_second ?? 10), now)) return
+    if (!rateAllows(context.window, webhook.id, Number(webhook.data.max_per_second ?? 10), now)) return
     const timeoutMs = Number(webhook.data.timeout_ms ?? 10_000)
     const owner = yield* newOwner
+    const leaseUntil = now + timeoutMs + LEASE_MARGIN_MS
     const claimed = yield* records
-      .update(tenant, WEBHOOK_DELIVERY_TYPE, candidate.id, { ...candidate.data, status: "sending", lease_owner: owner, lease_until: now + timeoutMs + LEASE_MARGIN_MS }, {
+      .update(tenant, WEBHOOK_DELIVERY_TYPE, candidate.id, { ...candidate.data, status: "sending", lease_owner: owner, lease_until: leaseUntil, due_at: leaseUntil }, {
         expectedRevision: candidate.revision
       })
       .pipe(
@@ -430,7 +536,7 @@ const attemptDelivery = (candidate: StoredRecord, window: RateWindow) =>
         Effect.gen(function* () {
           const current = yield* records.get(tenant, WEBHOOK_DELIVERY_TYPE, candidate.id)
           // Another worker took it over after our lease ran out: its attempt is the one kept.
-          if (!current || current.data.lease_owner !== owner) return false
+          if (!current || current.data.lease_owner !== owner) return "lost" as const
           const attemptId = yield* ids.next("webhook_delivery_attempt")
           yield* records.insert(tenant, WEBHOOK_ATTEMPT_TYPE, attemptId, {
             object: "webhook_delivery_attempt",
@@ -467,73 +573,312 @@ const attemptDelivery = (candidate: StoredRecord, window: RateWindow) =>
             },
             { expectedRevision: current.revision }
           )
-          return true
+          return "recorded" as const
         })
       )
-      .pipe(Effect.catchTags({ RevisionConflict: () => Effect.succeed(false), UniqueViolation: () => Effect.succeed(false) }))
-    if (recorded) yield* refreshHealth(tenant, webhook.id)
+      .pipe(Effect.catchTags({ RevisionConflict: () => Effect.succeed("lost" as const), UniqueViolation: () => Effect.succeed("lost" as const) }))
+    if (recorded === "lost") return
+    // The retry may come before the end of the lease the queue may wait for.
+    if (nextAt !== null) yield* queueBy(tenant, nextAt)
+    yield* context.touched(tenant, webhook.id)
   })
 
 // ---------------------------------------------------------------------------------------
 // The worker
 
-/** The cross-tenant reads of `runWebhookDeliveries`, each an index of the store: a pass that finds nothing is a probe. */
+/** The cross-tenant reads of the worker, each an index of the store: a pass that finds nothing is a probe. */
 export const webhookDeliveryAccessPaths: ReadonlyArray<AccessPath> = [
   housekeepingPath(EVENT_TYPE, ["webhook_fanout"], [{ field: "id", kind: "text" }]),
+  // The tenants with deliveries due (one record each), and a tenant's deliveries by due time.
+  housekeepingPath(WEBHOOK_QUEUE_TYPE, [], [{ field: "due_at", kind: "number" }]),
+  listPath(WEBHOOK_DELIVERY_TYPE, [], [{ field: "due_at", kind: "number" }, { field: "id", kind: "text" }]),
+  // The sweep for deliveries due in a tenant whose queue does not say so (written before it existed).
   housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "due_at", kind: "number" }]),
   housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "lease_until", kind: "number" }]),
   housekeepingPath(WEBHOOK_TYPE, [], [{ field: "health_refresh_at", kind: "number" }]),
   // A webhook's deliveries, and a delivery's attempts.
   listPath(WEBHOOK_DELIVERY_TYPE, ["webhook_id"], [{ field: "id", kind: "text" }]),
-  listPath(WEBHOOK_ATTEMPT_TYPE, ["delivery_id"], [{ field: "id", kind: "text" }])
+  listPath(WEBHOOK_ATTEMPT_TYPE, ["delivery_id"], [{ field: "id", kind: "text" }]),
+  // Health: a webhook's attempts by outcome, in the order they finished (its deliveries are
+  // read through the webhook's path above).
+  listPath(WEBHOOK_ATTEMPT_TYPE, ["webhook_id", "outcome"], [{ field: "finished_at", kind: "text" }, { field: "id", kind: "text" }])
 ]
 
-/**
- * One pass: fan out new events, send what is due (and what a dead worker left), and recompute
- * health whose 24-hour window moved. Deliveries and attempts past their 30 days leave the
- * store with the rest of §8.3, in the housekeeping (`trail/retention.ts`).
- */
-export const runWebhookDeliveries = (window: RateWindow = new Map()) =>
-  Effect.gen(function* () {
-    const records = yield* Records
-    yield* fanOut(200)
-    const now = yield* Clock.currentTimeMillis
-    const due = yield* records.scan(
-      WEBHOOK_DELIVERY_TYPE,
-      [
-        { field: "status", op: "eq", value: "pending" },
+/** Events fanned out per pass at most. */
+const FANOUT_BATCH = 200
+/** Deliveries read from a tenant's due-time queue at a time. */
+const REFILL = 32
+/** Tenants whose queue is due, read per pass at most (each then served in turn). */
+const DUE_TENANTS = 500
+/** How often deliveries due in a tenant whose queue does not say so are looked for (written before queues existed, or a crash between an attempt and its queue). */
+const SWEEP_MS = MINUTE
+/** A webhook's health is recomputed at most this often while its deliveries keep changing (at once after a quiet time). */
+export const HEALTH_COALESCE_MS = SECOND
+/** After a refresh, the health worker rests this many times as long as it took. */
+const HEALTH_IDLE_FACTOR = 9
+
+/** A tenant's deliveries, read by due time: `due_at` from 0 (not finished) to `now`. */
+const dueDeliveries = (tenant: Tenant, now: number, limit: number) =>
+  Effect.flatMap(Records, (records) =>
+    records.list(tenant, WEBHOOK_DELIVERY_TYPE, {
+      where: [
+        { field: "due_at", op: "gte", value: 0 },
         { field: "due_at", op: "lte", value: now }
       ],
-      100
-    )
-    const stalled = yield* records.scan(
-      WEBHOOK_DELIVERY_TYPE,
-      [
-        { field: "status", op: "eq", value: "sending" },
-        { field: "lease_until", op: "lt", value: now }
-      ],
-      100
-    )
-    // One delivery's trouble (a store error) does not hold up the others.
-    yield* Effect.forEach(
-      [...due, ...stalled],
-      (d) => attemptDelivery(d, window).pipe(Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery attempt failed", cause))),
-      { concurrency: 16, discard: true }
-    )
-    const stale = yield* records.scan(WEBHOOK_TYPE, [{ field: "health_refresh_at", op: "lte", value: now }], 100)
-    yield* Effect.forEach(stale, (w) => refreshHealth(w.tenant, w.id), { discard: true })
-    return due.length + stalled.length
+      sort: { field: "due_at", kind: "number", direction: "asc" },
+      limit
+    })
+  )
+
+/** The earliest `due_at` of the tenant's deliveries (null: none waits). */
+const earliestDue = (tenant: Tenant) =>
+  Effect.flatMap(Records, (records) =>
+    records.list(tenant, WEBHOOK_DELIVERY_TYPE, {
+      where: [{ field: "due_at", op: "gte", value: 0 }],
+      sort: { field: "due_at", kind: "number", direction: "asc" },
+      limit: 1
+    })
+  ).pipe(Effect.map(([first]) => (first === undefined ? null : Number(first.data.due_at))))
+
+/**
+ * Nothing of the tenant is due now: its queue moves to its earliest delivery's `due_at` (null:
+ * none waits), in a unit of work. A delivery that became due while it ran (whose writer
+ * found the queue not yet moved) is found by the second look, after the commit.
+ */
+const raiseQueue = (tenant: Tenant) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    const raised = yield* uow
+      .transaction(
+        Effect.gen(function* () {
+          const queue = yield* records.get(tenant, WEBHOOK_QUEUE_TYPE, queueId(tenant))
+          if (queue === undefined) return undefined
+          const next = yield* earliestDue(tenant)
+          if ((queue.data.due_at ?? null) === next) return undefined
+          yield* records.update(tenant, WEBHOOK_QUEUE_TYPE, queue.id, { ...queue.data, due_at: next }, { expectedRevision: queue.revision })
+          return next
+        })
+      )
+      .pipe(Effect.catchIf(isRace, () => Effect.succeed(undefined)))
+    if (raised === undefined) return
+    const earliest = yield* earliestDue(tenant)
+    if (earliest !== null && (raised === null || earliest < raised)) yield* ensureQueued(tenant, earliest)
   })
 
-/** A worker loop for a server's lifetime: a pass every `interval`. */
-export const webhookDeliveryWorker = (interval: "200 millis" | `${number} millis` = "200 millis") =>
-  Effect.gen(function* () {
-    const window: RateWindow = new Map()
-    yield* runWebhookDeliveries(window).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery pass failed", cause)),
-      Effect.repeat(Schedule.spaced(interval))
-    )
+/**
+ * Health recomputed once per webhook per `HEALTH_COALESCE_MS` at most (or 20 times its own
+ * cost, if longer), however many of its attempts finish meanwhile: the first change after a
+ * quiet time at once, the rest together at the end of the interval. One webhook at a time,
+ * then a rest of `HEALTH_IDLE_FACTOR` times what it took (a turn of the event loop at least).
+ */
+const makeHealthCoalescer = Effect.sync(() => {
+  const dirty = new Map<string, { readonly tenant: Tenant; readonly webhookId: string }>()
+  const notBefore = new Map<string, number>()
+  let wake: (() => void) | undefined
+  const touch = (tenant: Tenant, webhookId: string) =>
+    Effect.sync(() => {
+      dirty.set(`${tenantKey(tenant)}:${webhookId}`, { tenant, webhookId })
+      const w = wake
+      wake = undefined
+      w?.()
+    })
+  const woken = Effect.async<void>((resume) => {
+    wake = () => resume(Effect.void)
+    return Effect.sync(() => {
+      wake = undefined
+    })
   })
+  const flush = Effect.gen(function* () {
+    for (;;) {
+      let now = yield* Clock.currentTimeMillis
+      let earliest = Infinity
+      for (const [key, { tenant, webhookId }] of [...dirty]) {
+        const at = notBefore.get(key) ?? 0
+        if (at > now) {
+          earliest = Math.min(earliest, at)
+          continue
+        }
+        dirty.delete(key)
+        // Its cost in real time (the clock may be moved meanwhile), at most a minute's worth.
+        const began = performance.now()
+        yield* refreshHealth(tenant, webhookId).pipe(Effect.catchAllCause((cause) => Effect.logWarning("webhook health refresh failed", cause)))
+        const cost = performance.now() - began
+        const after = yield* Clock.currentTimeMillis
+        notBefore.set(key, after + Math.min(MINUTE, Math.max(HEALTH_COALESCE_MS, 20 * cost)))
+        // At most a tenth of the process's time: a webhook's counts read its retained
+        // deliveries, which a storm makes many (the refreshes then come less often).
+        if (cost >= 1) yield* Effect.sleep(Duration.millis(Math.min(SECOND, HEALTH_IDLE_FACTOR * cost)))
+        else yield* yieldToEventLoop
+        now = yield* Clock.currentTimeMillis
+      }
+      for (const [key, at] of notBefore) if (at <= now && !dirty.has(key)) notBefore.delete(key)
+      if (dirty.size === 0) yield* woken
+      else if (earliest !== Infinity && earliest > now) yield* Effect.raceFirst(woken, Effect.sleep(Duration.millis(earliest - now)))
+    }
+  })
+  return { touch, flush }
+})
+
+/** A tenant whose queue is due, as the dispatcher holds it: deliveries read from it and not yet started. */
+interface DueTenant {
+  readonly tenant: Tenant
+  candidates: Array<StoredRecord>
+}
+
+/**
+ * The delivery worker of a process, for its lifetime. A fiber fans out new events. Every
+ * `interval`: read the tenants whose queue is due (one index, however large the backlog), and
+ * find the webhooks whose health window moved. In between, as slots of the process's background budget
+ * (`BackgroundBudget`) free up: start attempts, one tenant after the other in turn, each
+ * tenant's deliveries in due order (a few read at a time from its queue), never more of one
+ * account than the budget's `perAccount`; so an account with thousands of deliveries to a dead
+ * receiver holds a few slots, and another account's first delivery starts at once. Each
+ * attempt runs in a fiber of its own; health is recomputed coalesced; every step gives the
+ * event loop a turn. Deliveries and attempts past their 30 days leave the store with the rest
+ * of §8.3, in the housekeeping (`trail/retention.ts`).
+ */
+export const webhookDeliveryWorker = (interval: "200 millis" | `${number} millis` = "200 millis") =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const records = yield* Records
+      const budget = yield* backgroundBudget
+      const tickMs = Duration.toMillis(interval)
+      const health = yield* makeHealthCoalescer
+      yield* Effect.forkScoped(health.flush)
+      const attempts = yield* FiberSet.make<void, never>()
+      const context: AttemptContext = { window: newRateWindow(), touched: health.touch }
+      const due = new Map<string, DueTenant>()
+      const started = new Set<string>()
+      let lastServed: string | undefined
+      let nextTick = 0
+      let nextSweep = 0
+      const warn = (message: string) => Effect.catchAllCause((cause: unknown) => Effect.logWarning(message, cause))
+
+      const markDue = (tenant: Tenant) => {
+        const key = tenantKey(tenant)
+        if (!due.has(key)) due.set(key, { tenant, candidates: [] })
+      }
+
+      /** Deliveries due in a tenant whose queue does not say so get it said. */
+      const sweep = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const lost = [
+          ...(yield* records.scan(WEBHOOK_DELIVERY_TYPE, [{ field: "status", op: "eq", value: "pending" }, { field: "due_at", op: "lte", value: now }], 100)),
+          ...(yield* records.scan(WEBHOOK_DELIVERY_TYPE, [{ field: "status", op: "eq", value: "sending" }, { field: "lease_until", op: "lt", value: now }], 100))
+        ]
+        const tenants = new Map(lost.map((d) => [tenantKey(d.tenant), d.tenant] as const))
+        for (const [key, tenant] of tenants) {
+          if (due.has(key)) continue
+          yield* ensureQueued(tenant, now)
+          markDue(tenant)
+        }
+      })
+
+      // Fan-out in a fiber of its own, so that a burst of events never holds up the attempts:
+      // at once again after a full batch, else after `interval`. It recomputes the health of
+      // the webhooks it gave deliveries at once (once per batch each, not per event), so their
+      // `pending` counts are right as soon as the deliveries exist.
+      yield* Effect.forkScoped(
+        Effect.gen(function* () {
+          for (;;) {
+            const fannedOut = yield* fanOut(FANOUT_BATCH).pipe(
+              Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("webhook fan-out failed", cause), 0))
+            )
+            if (fannedOut >= FANOUT_BATCH) yield* yieldToEventLoop
+            else yield* Effect.sleep(interval)
+          }
+        })
+      )
+
+      const tick = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const queues = yield* records.scan(
+          WEBHOOK_QUEUE_TYPE,
+          [
+            { field: "due_at", op: "gte", value: 0 },
+            { field: "due_at", op: "lte", value: now }
+          ],
+          DUE_TENANTS
+        )
+        for (const queue of queues) markDue(queue.tenant)
+        const stale = yield* records.scan(WEBHOOK_TYPE, [{ field: "health_refresh_at", op: "lte", value: now }], 100)
+        for (const w of stale) yield* health.touch(w.tenant, w.id)
+        if (now >= nextSweep) {
+          nextSweep = now + SWEEP_MS
+          yield* sweep
+        }
+      })
+
+      /** The due tenants, in turn: those after the last one served first. */
+      const inTurn = (): Array<string> => {
+        const keys = [...due.keys()]
+        const at = lastServed === undefined ? -1 : keys.indexOf(lastServed)
+        return [...keys.slice(at + 1), ...keys.slice(0, at + 1)]
+      }
+
+      /** Start attempts while slots are free: a round gives each due tenant one, until a round starts none. */
+      const dispatch = Effect.gen(function* () {
+        for (;;) {
+          let startedNow = 0
+          for (const key of inTurn()) {
+            const entry = due.get(key)
+            if (entry === undefined) continue
+            const account = entry.tenant.accountId
+            // The account holds its share of the budget (or the budget is spent): its turn passes.
+            if (budget.inFlight(account) >= budget.perAccount || budget.inFlight() >= budget.concurrency) continue
+            const now = yield* Clock.currentTimeMillis
+            if (entry.candidates.length === 0) {
+              const read = yield* dueDeliveries(entry.tenant, now, REFILL)
+              entry.candidates = read.filter((d) => !started.has(d.id))
+              if (entry.candidates.length === 0) {
+                // Nothing due that is not being sent: the queue waits for its next delivery.
+                if (read.length === 0) yield* raiseQueue(entry.tenant)
+                due.delete(key)
+                continue
+              }
+            }
+            const index = entry.candidates.findIndex((d) => !rateSpent(context.window, String(d.data.webhook_id), now))
+            if (index < 0) continue
+            const release = budget.tryTake("delivery", account)
+            if (release === undefined) continue
+            const [candidate] = entry.candidates.splice(index, 1)
+            started.add(candidate!.id)
+            yield* FiberSet.run(
+              attempts,
+              attemptDelivery(candidate!, context).pipe(
+                warn("webhook delivery attempt failed"),
+                Effect.ensuring(
+                  Effect.sync(() => {
+                    started.delete(candidate!.id)
+                    release()
+                  })
+                )
+              )
+            )
+            lastServed = key
+            startedNow++
+          }
+          if (startedNow === 0) return
+          yield* yieldToEventLoop
+          // The pass comes first when it is due (new events, newly due tenants).
+          if ((yield* Clock.currentTimeMillis) >= nextTick) return
+        }
+      })
+
+      for (;;) {
+        if ((yield* Clock.currentTimeMillis) >= nextTick) {
+          yield* tick.pipe(warn("webhook delivery pass failed"))
+          nextTick = (yield* Clock.currentTimeMillis) + tickMs
+        }
+        yield* dispatch.pipe(warn("webhook delivery dispatch failed"))
+        yield* yieldToEventLoop
+        // Until a slot frees (more may start) or the next pass.
+        const wait = Math.max(0, Math.min(tickMs, nextTick - (yield* Clock.currentTimeMillis)))
+        if (wait > 0) yield* Effect.raceFirst(budget.released, Effect.sleep(Duration.millis(wait)))
+      }
+    })
+  )
 
 // ---------------------------------------------------------------------------------------
 // Reads
@@ -709,6 +1054,10 @@ export const replayWebhookEvents = Effect.fn("WebhookDeliveries.replay")(functio
       .insert(caller.tenant, WEBHOOK_DELIVERY_TYPE, id, newDelivery(webhook, event.data, "replay", id, now))
       .pipe(Effect.mapError(writeUnavailable))
     created.push(publicDelivery(record))
+  }
+  // The new deliveries are due now: so is the tenant's queue.
+  if (events.length > 0) {
+    yield* queueBy(caller.tenant, now).pipe(Effect.mapError(writeUnavailable))
   }
   return created
 })

@@ -5,7 +5,7 @@
  * claim queued operations under a lease and run their items, each in a unit of work of its
  * own, through the handler registered for the operation's type.
  */
-import { Clock, Context, Effect, Layer, Option, Random, Schedule } from "effect"
+import { Clock, Context, Effect, FiberSet, Layer, Option, Random } from "effect"
 import type { CallerInfo } from "../access/context.js"
 import { Caller, Ids } from "../access/context.js"
 import { type ApiError, apiError, writeUnavailable } from "../errors/errors.js"
@@ -27,6 +27,7 @@ import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
+import { backgroundBudget, yieldToEventLoop } from "../workers/background.js"
 
 export const OPERATION_TYPE = "operation"
 export const OPERATION_ITEM_TYPE = "operation_item"
@@ -382,6 +383,8 @@ const runOperation = (operation: StoredRecord, owner: string) =>
       })
 
     for (let start = 0; start < queued.length; start += OPERATION_CHUNK_ITEMS) {
+      // A turn of the event loop between chunks: requests are read between units of work.
+      if (start > 0) yield* yieldToEventLoop
       const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
       if (!current || current.data.lease_owner !== owner) return // another worker took over
       if (current.data.cancellation_requested === true) break
@@ -479,11 +482,79 @@ export const runDueOperations = Effect.fn("Operations.runDue")(function* (batch 
   return ran
 })
 
-/** A worker loop for a server's lifetime: runs due operations every `interval`. */
+/** Operations read per pass, queued and stalled each: the window accounts are served in turn from. */
+const WORKER_WINDOW = 100
+
+/**
+ * A worker loop for a server's lifetime. Every `interval` it reads what is due (queued, or
+ * running under a lease that ran out) and starts what the process's background budget
+ * (`BackgroundBudget`) lets it: the accounts in turn (the first operation of each, then the
+ * second…), never more of one account than the budget's `perAccount`, operations together at
+ * most their share of the budget. Each run is a fiber of its own holding its slot, so a long
+ * operation holds up neither the loop nor another account's operation.
+ */
 export const operationsWorker = (interval = "250 millis" as const) =>
-  runDueOperations().pipe(
-    Effect.catchAllCause((cause) => Effect.logWarning("operations worker pass failed", cause)),
-    Effect.repeat(Schedule.spaced(interval))
+  Effect.scoped(
+    Effect.gen(function* () {
+      const records = yield* Records
+      const budget = yield* backgroundBudget
+      const runs = yield* FiberSet.make<void, never>()
+      /** Operations this process runs now: not claimed again while their run goes on. */
+      const running = new Set<string>()
+      const pass = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const queued = yield* records.scan(OPERATION_TYPE, [{ field: "status", op: "eq", value: "queued" }], WORKER_WINDOW)
+        const stalled = yield* records.scan(
+          OPERATION_TYPE,
+          [
+            { field: "status", op: "eq", value: "running" },
+            { field: "lease_until", op: "lt", value: now }
+          ],
+          WORKER_WINDOW
+        )
+        // The accounts in turn: the first candidate of each, then the second of each, …
+        const byAccount = new Map<string, Array<StoredRecord>>()
+        for (const candidate of [...queued, ...stalled]) {
+          if (running.has(candidate.id)) continue
+          const list = byAccount.get(candidate.tenant.accountId) ?? []
+          list.push(candidate)
+          byAccount.set(candidate.tenant.accountId, list)
+        }
+        const lists = [...byAccount.values()]
+        const inTurn: Array<StoredRecord> = []
+        for (let round = 0; lists.some((list) => round < list.length); round++) {
+          for (const list of lists) if (round < list.length) inTurn.push(list[round]!)
+        }
+        for (const candidate of inTurn) {
+          const release = budget.tryTake("operation", candidate.tenant.accountId)
+          if (release === undefined) continue
+          const owner = `worker_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
+          // Lost to another worker (or failed): the slot goes back at once.
+          const claimed = yield* claim(candidate, now, owner).pipe(
+            Effect.onExit((exit) => (exit._tag === "Success" && Option.isSome(exit.value) ? Effect.void : Effect.sync(release)))
+          )
+          if (Option.isNone(claimed)) continue
+          running.add(candidate.id)
+          yield* FiberSet.run(
+            runs,
+            runOperation(claimed.value, owner).pipe(
+              Effect.catchAllCause((cause) => Effect.logWarning("operation run failed", cause)),
+              Effect.ensuring(
+                Effect.sync(() => {
+                  running.delete(candidate.id)
+                  release()
+                })
+              )
+            )
+          )
+          yield* yieldToEventLoop
+        }
+      })
+      for (;;) {
+        yield* pass.pipe(Effect.catchAllCause((cause) => Effect.logWarning("operations worker pass failed", cause)))
+        yield* Effect.sleep(interval)
+      }
+    })
   )
 
 // ---------------------------------------------------------------------------------------

@@ -49,13 +49,17 @@ export class FileStorage extends Context.Tag("@syllabus/core/FileStorage")<
       body: Stream.Stream<Uint8Array, E>,
       maxBytes: number
     ) => Effect.Effect<StoredPart, StorageUnavailable | PartTooLarge | E>
-    /** Join the parts, in the order given, into the object; its size, hash and first bytes. */
+    /**
+     * Join the parts, in the order given, into the object; its size, hash and first bytes. The
+     * object is replaced whole or not at all. Idempotent per upload: completing an upload again
+     * (concurrently, or later until it is aborted) answers the same object, and takes no parts.
+     */
     readonly completeUpload: (
       key: string,
       uploadId: string,
       parts: ReadonlyArray<StoredPart>
     ) => Effect.Effect<StoredObject, StorageUnavailable>
-    /** Drop an upload and every part of it (idempotent). */
+    /** Drop an upload and every part of it, or the record of its completion; never its object (idempotent). */
     readonly abortUpload: (key: string, uploadId: string) => Effect.Effect<void, StorageUnavailable>
     /** The bytes of a completed object. */
     readonly readObject: (key: string) => Stream.Stream<Uint8Array, StorageUnavailable>

@@ -249,7 +249,10 @@ export class Idempotency extends Context.Tag("@syllabus/core/Idempotency")<
       token: string,
       response: RecordedResponse
     ) => Effect.Effect<void, StoreUnavailable>
-    /** Give the key back after a failure: an error consumes no key. */
+    /**
+     * Give the key back after a failure: an error consumes no key. Only a claim still in
+     * progress is given back; a completed receipt was committed with its write and stays.
+     */
     readonly release: (tenant: Tenant, key: string, token: string) => Effect.Effect<void, StoreUnavailable>
     /**
      * Retention (§8.3, 48 hours): remove, across all tenants, at most `limit` receipts whose

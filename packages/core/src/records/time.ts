@@ -13,8 +13,10 @@ export const formatTimestamp = (epochMs: number): string => new Date(epochMs).to
 export const parseTimestamp = (text: string): Option.Option<number> => {
   const m = rfc3339.exec(text)
   if (!m) return Option.none()
-  const [, , month, day, hour, minute, second] = m
-  if (Number(month) < 1 || Number(month) > 12 || Number(day) < 1 || Number(day) > 31) return Option.none()
+  const [, year, month, day, hour, minute, second] = m
+  // The days of that month (Date.parse would roll 30 February over to 1 March).
+  const daysInMonth = new Date(Date.UTC(Number(year), Number(month), 0)).getUTCDate()
+  if (Number(month) < 1 || Number(month) > 12 || Number(day) < 1 || Number(day) > daysInMonth) return Option.none()
   if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 60) return Option.none()
   const ms = Date.parse(text.toUpperCase())
   return Number.isNaN(ms) ? Option.none() : Option.some(ms)

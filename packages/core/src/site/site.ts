@@ -245,6 +245,7 @@ export const banners: ResourceDefinition = defineResource({
     // The banners after a trashed one move up: positions stay 1..n.
     afterDelete: () => Effect.asVoid(Effect.flatMap(inPositionOrder("banner", []), (list) => placeInOrder(banners, list)))
   },
+  writeErrors: ["banner_type_unavailable"],
   trash: true,
   replicable: true,
   revision: "string",
@@ -413,6 +414,7 @@ export const navigation: ResourceDefinition = defineResource({
         yield* closeGaps(record.data.parent_id ?? null)
       })
   },
+  writeErrors: ["hierarchy_violation"],
   trash: false,
   revision: "string",
   filters: {

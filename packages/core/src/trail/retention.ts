@@ -22,7 +22,7 @@
  * pass leaves, the next one removes. Passes in several processes at once are safe: removing
  * what is already gone removes nothing.
  */
-import { Clock, type Duration, Effect, Schedule } from "effect"
+import { Clock, type Duration, Effect } from "effect"
 import { EVENT_RETENTION_MS, EVENT_TYPE } from "../events/events.js"
 import { WEBHOOK_ATTEMPT_TYPE, WEBHOOK_DELIVERY_RETENTION_MS, WEBHOOK_DELIVERY_TYPE } from "../events/webhook-delivery.js"
 import { pruneExpiredReceipts } from "../idempotency/idempotency.js"
@@ -30,6 +30,7 @@ import { OPERATION_ITEM_TYPE, OPERATION_RETENTION_MS, OPERATION_TYPE } from "../
 import { type AccessPath, housekeepingPath, Records } from "../ports/store.js"
 import { formatTimestamp } from "../records/time.js"
 import { sweepExpiredUploads } from "../uploads/uploads.js"
+import { backgroundBudget, SYSTEM_ACCOUNT, yieldToEventLoop } from "../workers/background.js"
 import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
 
 /** Records removed per store step. */
@@ -66,6 +67,8 @@ export const pruneCreatedBefore = Effect.fn("Retention.pruneType")(function* (ty
     const n = yield* records.prune(type, "created_at", cutoff, RETENTION_BATCH)
     removed += n
     if (n < RETENTION_BATCH) break
+    // A turn of the event loop between batches: requests are read between units of work.
+    yield* yieldToEventLoop
   }
   return removed
 })
@@ -78,12 +81,19 @@ export const pruneRetained = Effect.fn("Retention.prune")(function* () {
   return removed
 })
 
-/** A job run now and then every `interval`; a failed pass is logged and the next one comes. */
+/**
+ * A job run now and then every `interval` (from the end of a pass), each pass in a slot of the
+ * process's background budget (`BackgroundBudget`, one housekeeping pass at a time); a failed
+ * pass is logged and the next one comes.
+ */
 const every = <A, E, R>(interval: Duration.DurationInput, name: string, job: Effect.Effect<A, E, R>) =>
-  job.pipe(
-    Effect.catchAllCause((cause) => Effect.logWarning(`${name} failed`, cause)),
-    Effect.repeat(Schedule.spaced(interval))
-  )
+  Effect.gen(function* () {
+    const budget = yield* backgroundBudget
+    for (;;) {
+      yield* budget.run("housekeeping", SYSTEM_ACCOUNT, job).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`${name} failed`, cause)))
+      yield* Effect.sleep(interval)
+    }
+  })
 
 /**
  * The housekeeping every server process runs beside its workers (embedded or standalone):

@@ -12,7 +12,7 @@ import { FileStorage, type StoredPart, type StorageUnavailable } from "../ports/
 import { type AccessPath, housekeepingPath, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
 import { isId } from "../records/ids.js"
 import { Enum, Text } from "../records/schema.js"
-import { DAY, formatTimestamp } from "../records/time.js"
+import { DAY, formatTimestamp, MINUTE } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
 
@@ -24,6 +24,11 @@ export const MIN_PART_BYTES = 8 * 1024 ** 2
 /** A session has at most this many parts (§8.2: arrays hold at most 1,000 items). */
 export const MAX_PARTS = 1000
 export const UPLOAD_TTL_MS = DAY
+/**
+ * A completion holds its session (`completing_since`, internal) while it joins the parts; one
+ * whose process died mid-join lets go after this long, and another completion may take over.
+ */
+export const COMPLETION_LEASE_MS = 15 * MINUTE
 
 export const purposes = ["image", "pdf", "import", "editor", "document"] as const
 export type Purpose = (typeof purposes)[number]
@@ -159,6 +164,47 @@ const requirePending = (record: StoredRecord, now: number) => {
   return status === "pending" ? Effect.void : Effect.fail(apiError("state_conflict", { reason: status }))
 }
 
+/** Is a completion joining the session's parts (claimed within its lease)? */
+const isCompleting = (data: JsonObject, now: number): boolean =>
+  typeof data.completing_since === "number" && data.completing_since > now - COMPLETION_LEASE_MS
+
+/**
+ * A pending session that no completion holds: else 409 `state_conflict`, the reason its status
+ * or `completing` (a concurrent completion is joining its parts; the status stays `pending`).
+ */
+const requireOpen = (record: StoredRecord, now: number) =>
+  Effect.zipRight(
+    requirePending(record, now),
+    isCompleting(record.data, now) ? Effect.fail(apiError("state_conflict", { reason: "completing" })) : Effect.void
+  )
+
+/**
+ * What a completion that lost a race answers, from the session as it now is: the winner's file
+ * when it completed (completing is safe to repeat), 404 when the session is gone, else 409
+ * `state_conflict` with the reason (`abandoned`, `expired`, `completing`).
+ */
+const completionAfterRace = (tenant: Tenant, id: string, now: number) =>
+  Effect.gen(function* () {
+    const current = yield* loadUpload(tenant, id)
+    if (current.data.status === "completed" && typeof current.data.file_id === "string") return yield* getFile(current.data.file_id)
+    yield* requireOpen(current, now)
+    // Open again: the completion that won let go (its storage failed, or the bytes did not match).
+    return yield* Effect.fail(apiError("state_conflict", { reason: "completing" }))
+  })
+
+/**
+ * A unit of work whose conditional write found the record changed runs again (re-reading the
+ * state it decides from), a few times; a lost race is never a 503.
+ */
+const againOnConflict = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.retry({ times: 5, while: (e) => e._tag === "RevisionConflict" }),
+    Effect.catchIf(
+      (e): e is Extract<E, { readonly _tag: "RevisionConflict" }> => e._tag === "RevisionConflict",
+      () => Effect.fail(apiError("state_conflict", { reason: "concurrent_update" }))
+    )
+  )
+
 export const createUpload = Effect.fn("Uploads.create")(function* (body: typeof CreateUploadBody.Type) {
   const caller = yield* Caller
   const ids = yield* Ids
@@ -221,7 +267,9 @@ export const getUpload = Effect.fn("Uploads.get")(function* (id: string) {
 
 /**
  * Stream one part to storage, then record it. Runs outside any unit of work: the bytes go
- * first, and the record of the part is a short unit of work of its own.
+ * first, and the record of the part is a short unit of work of its own. A part that arrives
+ * while the session ends (completed, abandoned) or while a completion joins its parts is 409
+ * `state_conflict`, whichever step notices it.
  */
 export const putUploadPart = Effect.fn("Uploads.putPart")(function* (
   id: string,
@@ -234,14 +282,22 @@ export const putUploadPart = Effect.fn("Uploads.putPart")(function* (
   const records = yield* Records
   const uow = yield* UnitOfWork
   const record = yield* loadUpload(caller.tenant, id)
-  yield* requirePending(record, yield* Clock.currentTimeMillis)
+  yield* requireOpen(record, yield* Clock.currentTimeMillis)
   const count = Number(record.data.parts_count)
   if (!Number.isInteger(number) || number < 1 || number > count) return yield* Effect.fail(apiError("not_found"))
   const expected = expectedPartSize(Number(record.data.size), Number(record.data.part_size), number)
   const stored: StoredPart = yield* storage
     .putPart(String(record.data.storage_key), String(record.data.storage_upload_id), number, body, expected)
     .pipe(
-      Effect.catchTag("StorageUnavailable", (e) => Effect.fail(storageFailure(e))),
+      Effect.catchTag("StorageUnavailable", (e) =>
+        // The session may have ended meanwhile (its storage upload completed or aborted): that is
+        // the answer then; only a session still open met a storage that failed.
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.flatMap(loadUpload(caller.tenant, id), (current) =>
+            Effect.zipRight(requireOpen(current, now), Effect.fail(storageFailure(e)))
+          )
+        )
+      ),
       Effect.catchTag("PartTooLarge", () => Effect.fail(apiError("payload_too_large", { params: { max: expected } })))
     )
   if (stored.size !== expected) {
@@ -255,7 +311,7 @@ export const putUploadPart = Effect.fn("Uploads.putPart")(function* (
     .transaction(
       Effect.gen(function* () {
         const current = yield* loadUpload(caller.tenant, id)
-        yield* requirePending(current, now)
+        yield* requireOpen(current, now)
         const parts = ((current.data.parts ?? []) as unknown as ReadonlyArray<PartEntry>).filter((p) => p.number !== number)
         const next = [...parts, part].sort((a, b) => a.number - b.number)
         yield* records.update(caller.tenant, UPLOAD_TYPE, id, {
@@ -274,96 +330,171 @@ export const putUploadPart = Effect.fn("Uploads.putPart")(function* (
  * is made; the joined bytes are dropped and the session starts over with no parts (storage
  * consumes the parts when it joins them), so the client sends them again. Completing a
  * session that is already completed answers its file again: the operation is safe to repeat.
+ *
+ * Concurrent completions of one session join its parts once: the first claims the session
+ * (a conditional write of `completing_since`, in a unit of work of its own, as a worker claims
+ * an operation); the others answer from the state they find, 409 `state_conflict` (reason
+ * `completing`) while the claim holds, the file once it is made. Every later step is
+ * conditional on the claim (the revision it wrote), and a failure lets go of it.
  */
 export const completeUpload = Effect.fn("Uploads.complete")(function* (id: string) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const uow = yield* UnitOfWork
+  const now = yield* Clock.currentTimeMillis
+  const tenant = caller.tenant
+  const claim = yield* againOnConflict(
+    uow.transaction(
+      Effect.gen(function* () {
+        const record = yield* loadUpload(tenant, id)
+        if (record.data.status === "completed" && typeof record.data.file_id === "string") return record.data.file_id
+        yield* requireOpen(record, now)
+        const parts = (record.data.parts ?? []) as unknown as ReadonlyArray<PartEntry>
+        const count = Number(record.data.parts_count)
+        const missing = Array.from({ length: count }, (_, i) => i + 1).filter((n) => !parts.some((p) => p.number === n))
+        if (missing.length > 0) {
+          return yield* Effect.fail(apiError("state_conflict", { reason: "parts_missing", params: { missing: missing.slice(0, 20).join(", ") } }))
+        }
+        return yield* records.update(tenant, UPLOAD_TYPE, id, { ...record.data, completing_since: now }, { expectedRevision: record.revision })
+      })
+    )
+  ).pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))))
+  if (typeof claim === "string") return yield* getFile(claim)
+  // Let go of the claim on any failure (or interruption); a no-op once the session moved on.
+  const release = records
+    .update(tenant, UPLOAD_TYPE, id, { ...claim.data, completing_since: null }, { expectedRevision: claim.revision })
+    .pipe(Effect.ignore)
+  return yield* finishCompletion(claim, now).pipe(Effect.onError(() => release))
+})
+
+/** The steps of a completion after its claim: join in storage, check, record the file. */
+const finishCompletion = Effect.fnUntraced(function* (claimed: StoredRecord, now: number) {
   const caller = yield* Caller
   const storage = yield* FileStorage
   const records = yield* Records
   const uow = yield* UnitOfWork
-  const now = yield* Clock.currentTimeMillis
-  const record = yield* loadUpload(caller.tenant, id)
-  if (record.data.status === "completed" && typeof record.data.file_id === "string") return yield* getFile(record.data.file_id)
-  yield* requirePending(record, now)
-  const parts = (record.data.parts ?? []) as unknown as ReadonlyArray<PartEntry>
-  const count = Number(record.data.parts_count)
-  const missing = Array.from({ length: count }, (_, i) => i + 1).filter((n) => !parts.some((p) => p.number === n))
-  if (missing.length > 0) {
-    return yield* Effect.fail(apiError("state_conflict", { reason: "parts_missing", params: { missing: missing.slice(0, 20).join(", ") } }))
+  const tenant = caller.tenant
+  const id = claimed.id
+  const parts = (claimed.data.parts ?? []) as unknown as ReadonlyArray<PartEntry>
+  const key = String(claimed.data.storage_key)
+  const uploadId = String(claimed.data.storage_upload_id)
+  const joined = yield* Effect.either(
+    storage.completeUpload(key, uploadId, parts.map((p) => ({ number: p.number, size: p.size, sha256: p.sha256, etag: p.etag })))
+  )
+  if (joined._tag === "Left") {
+    // Only a session still held by this completion met a storage that failed; else another
+    // request moved it on (a completion that took over, a DELETE), and that is the answer.
+    const current = yield* loadUpload(tenant, id)
+    if (current.revision === claimed.revision) return yield* Effect.fail(storageFailure(joined.left))
+    return yield* completionAfterRace(tenant, id, yield* Clock.currentTimeMillis)
   }
-  const key = String(record.data.storage_key)
-  const object = yield* storage
-    .completeUpload(key, String(record.data.storage_upload_id), parts.map((p) => ({ number: p.number, size: p.size, sha256: p.sha256, etag: p.etag })))
-    .pipe(Effect.mapError(storageFailure))
+  const object = joined.right
   const mismatch =
-    object.size !== Number(record.data.size)
+    object.size !== Number(claimed.data.size)
       ? "size"
-      : object.sha256 !== record.data.sha256
+      : object.sha256 !== claimed.data.sha256
         ? "sha256"
-        : !headMatchesType(object.head, String(record.data.content_type))
+        : !headMatchesType(object.head, String(claimed.data.content_type))
           ? "content_type"
           : undefined
   if (mismatch !== undefined) {
     yield* storage.deleteObject(key).pipe(Effect.mapError(storageFailure))
     const restarted = yield* storage.startUpload(key).pipe(Effect.mapError(storageFailure))
-    yield* records
-      .update(caller.tenant, UPLOAD_TYPE, id, { ...record.data, parts: [], storage_upload_id: restarted, updated_at: formatTimestamp(now) })
-      .pipe(Effect.mapError(writeUnavailable))
+    const reset = yield* Effect.either(
+      records.update(
+        tenant,
+        UPLOAD_TYPE,
+        id,
+        { ...claimed.data, parts: [], storage_upload_id: restarted, completing_since: null, updated_at: formatTimestamp(now) },
+        { expectedRevision: claimed.revision }
+      )
+    )
+    if (reset._tag === "Left") {
+      yield* Effect.ignore(storage.abortUpload(key, restarted))
+      if (reset.left._tag !== "RevisionConflict") return yield* Effect.fail(writeUnavailable(reset.left))
+      return yield* completionAfterRace(tenant, id, yield* Clock.currentTimeMillis)
+    }
+    // The joined upload is done with: its storage's record of the completion can go.
+    yield* Effect.ignore(storage.abortUpload(key, uploadId))
     return yield* Effect.fail(
       apiError("upload_integrity_mismatch", { reason: mismatch, details: [{ field: mismatch, code: "upload_integrity_mismatch", reason: mismatch }] })
     )
   }
-  const fileId = String(record.data.reserved_file_id)
+  const fileId = String(claimed.data.reserved_file_id)
   const at = formatTimestamp(now)
   const file = {
     object: "file",
     id: fileId,
-    purpose: String(record.data.purpose),
-    filename: String(record.data.filename),
+    purpose: String(claimed.data.purpose),
+    filename: String(claimed.data.filename),
     size: object.size,
-    content_type: String(record.data.content_type),
+    content_type: String(claimed.data.content_type),
     sha256: object.sha256,
     created_at: at,
     storage_key: key
   } satisfies JsonObject
-  const stored = yield* uow
-    .transaction(
+  const stored = yield* Effect.either(
+    uow.transaction(
       Effect.gen(function* () {
-        const saved = yield* records.insert(caller.tenant, FILE_TYPE, fileId, file)
-        yield* records.update(caller.tenant, UPLOAD_TYPE, id, { ...record.data, status: "completed", file_id: fileId, updated_at: at })
+        // Conditional on the claim: a completion that lost it records nothing.
+        yield* records.update(
+          tenant,
+          UPLOAD_TYPE,
+          id,
+          { ...claimed.data, status: "completed", file_id: fileId, completing_since: null, updated_at: at },
+          { expectedRevision: claimed.revision }
+        )
+        const saved = yield* records.insert(tenant, FILE_TYPE, fileId, file)
         yield* recordChange("file.created", { object: "file", id: fileId })
         return saved
       })
     )
-    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))))
-  return inOrder(stored.data, fileFields)
+  )
+  if (stored._tag === "Left") {
+    const error = stored.left
+    if (error._tag === "ApiError") return yield* Effect.fail(error)
+    if (error._tag === "StoreUnavailable") return yield* Effect.fail(writeUnavailable(error))
+    // RevisionConflict, UniqueViolation: another completion recorded the session first.
+    return yield* completionAfterRace(tenant, id, yield* Clock.currentTimeMillis)
+  }
+  // The file is recorded: the storage's record of the upload's completion can go.
+  yield* Effect.ignore(storage.abortUpload(key, uploadId))
+  return inOrder(stored.right.data, fileFields)
 })
 
-/** Give up a session: its parts are dropped from storage at once. Abandoning twice is harmless. */
+/**
+ * Give up a session: the state first (a conditional write in a unit of work, so that a
+ * completion racing it either claimed the session first, 409 here, or finds it abandoned, 409
+ * there), then its parts are dropped from storage. Abandoning again answers the session and
+ * drops its storage again (harmless; it finishes what a storage outage interrupted).
+ */
 export const abandonUpload = Effect.fn("Uploads.abandon")(function* (id: string) {
   const caller = yield* Caller
   const storage = yield* FileStorage
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis
   const uow = yield* UnitOfWork
-  const record = yield* loadUpload(caller.tenant, id)
-  if (record.data.status === "abandoned") return uploadView(record, now)
-  yield* requirePending(record, now)
-  yield* storage
-    .abortUpload(String(record.data.storage_key), String(record.data.storage_upload_id))
-    .pipe(Effect.mapError(storageFailure))
-  const saved = yield* uow
-    .transaction(
+  const saved = yield* againOnConflict(
+    uow.transaction(
       Effect.gen(function* () {
-        const updated = yield* records.update(caller.tenant, UPLOAD_TYPE, id, {
-          ...record.data,
-          status: "abandoned",
-          updated_at: formatTimestamp(now)
-        })
+        const record = yield* loadUpload(caller.tenant, id)
+        if (record.data.status === "abandoned") return record
+        yield* requireOpen(record, now)
+        const updated = yield* records.update(
+          caller.tenant,
+          UPLOAD_TYPE,
+          id,
+          { ...record.data, status: "abandoned", updated_at: formatTimestamp(now) },
+          { expectedRevision: record.revision }
+        )
         yield* recordChange("upload.abandoned", { object: "upload", id })
         return updated
       })
     )
-    .pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))))
+  ).pipe(Effect.mapError((e) => (e._tag === "ApiError" ? e : writeUnavailable(e))))
+  yield* storage
+    .abortUpload(String(saved.data.storage_key), String(saved.data.storage_upload_id))
+    .pipe(Effect.mapError(storageFailure))
   return uploadView(saved, now)
 })
 
@@ -416,11 +547,18 @@ export const sweepExpiredUploads = Effect.fn("Uploads.sweepExpired")(function* (
     ],
     batch
   )
-  yield* Effect.forEach(expired, (record) =>
+  // A session a completion still holds (claimed before it expired) is left to that completion;
+  // one that changed since the scan is left to the next pass.
+  const due = expired.filter((record) => !isCompleting(record.data, now))
+  yield* Effect.forEach(due, (record) =>
     Effect.gen(function* () {
       yield* storage.abortUpload(String(record.data.storage_key), String(record.data.storage_upload_id))
-      yield* records.update(record.tenant, UPLOAD_TYPE, record.id, { ...record.data, status: "expired", updated_at: formatTimestamp(now) })
+      yield* records
+        .update(record.tenant, UPLOAD_TYPE, record.id, { ...record.data, status: "expired", completing_since: null, updated_at: formatTimestamp(now) }, {
+          expectedRevision: record.revision
+        })
+        .pipe(Effect.catchTag("RevisionConflict", () => Effect.void))
     })
   )
-  return expired.length
+  return due.length
 })

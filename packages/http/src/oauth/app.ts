@@ -31,6 +31,7 @@ import { createHash, randomBytes } from "node:crypto"
 import type { OutsideApp } from "../pipeline.js"
 import { challengePattern, CLIENT_ID, exchangeCode, issueCode, OAUTH_PRUNE_BATCH, pruneExpiredGrants, refreshGrant, revokeToken } from "./grants.js"
 import { currentSigningKeys } from "./keys.js"
+import { readBody } from "../wire.js"
 import { confirmationPage, consentPage, errorPage, selectorPage, signInPage, twoFactorPage } from "./pages.js"
 
 /** Where the authorization server is reached (`{oauth_url}`), when not the request's own origin. */
@@ -416,9 +417,13 @@ const metadata = (issuer: string) => ({
 // ---------------------------------------------------------------------------------------
 // The app
 
+/** A form, read under the wire's 1 MiB cap and body deadline (these endpoints take no credential); unreadable: empty. */
 const readForm = (request: HttpServerRequest) =>
   Effect.map(
-    request.text.pipe(Effect.orElseSucceed(() => "")),
+    readBody(request).pipe(
+      Effect.map((bytes) => (bytes === undefined ? "" : new TextDecoder().decode(bytes))),
+      Effect.orElseSucceed(() => "")
+    ),
     (text) => new URLSearchParams((request.headers["content-type"] ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded") ? text : "")
   )
 

@@ -1,0 +1,74 @@
+/**
+ * Deadlines of the pool's connections, so that a stalled database fails a store call with
+ * `StoreUnavailable` (503) instead of holding it for as long as the database stalls:
+ *
+ * - on the server: `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`,
+ *   sent as parameters of each session;
+ * - on the client: `pg`'s `query_timeout`, for a server that does not answer at all (a frozen
+ *   host, a partition), where the server's own timeouts never fire; and the pool's connection
+ *   timeout, for opening a connection or waiting for a free one.
+ *
+ * A statement whose answer is given up on stays outstanding on its connection; the unit of
+ * work's guard (`internal.ts`) closes such a connection instead of returning it to the pool
+ * mid-transaction.
+ */
+
+/** Milliseconds; 0 turns a deadline off. */
+export interface PgTimeouts {
+  /** `statement_timeout`: PostgreSQL cancels a statement that runs longer. */
+  readonly statementMs: number
+  /** `lock_timeout`: PostgreSQL gives up a wait for a lock (row, table, advisory) that lasts longer. */
+  readonly lockMs: number
+  /** `idle_in_transaction_session_timeout`: PostgreSQL ends a session left idle inside a transaction. */
+  readonly idleInTransactionMs: number
+  /**
+   * `query_timeout` of `pg`: a statement not answered by then fails on the client side. Keep it
+   * above `statementMs`, so that a slow but live server cancels its own statement first.
+   */
+  readonly queryMs: number
+  /** Opening a connection, or waiting for a free one of the pool (`connectTimeout`). */
+  readonly connectMs: number
+}
+
+/**
+ * Sized for this API: its statements read or write a few rows over an index (a page, a
+ * unit of work), well under a second on a healthy database; a request's budget is 30 s.
+ */
+export const defaultPgTimeouts: PgTimeouts = {
+  statementMs: 5_000,
+  lockMs: 2_000,
+  idleInTransactionMs: 10_000,
+  queryMs: 7_000,
+  connectMs: 3_000
+}
+
+const sessionParameters = {
+  statementMs: "statement_timeout",
+  lockMs: "lock_timeout",
+  idleInTransactionMs: "idle_in_transaction_session_timeout",
+  queryMs: "query_timeout"
+} as const
+
+/**
+ * `url` with the deadlines as parameters, which `pg` reads from a connection string (the
+ * pool `@effect/sql-pg` builds takes no other way in). A deadline given in `timeouts` wins;
+ * else one the URL names already is kept; else the default. A deadline of 0 is left out
+ * (`pg` would take `query_timeout=0` for "at once"). A string that is not a URL is returned
+ * as it is.
+ */
+export const withDeadlines = (url: string, timeouts: Partial<PgTimeouts> = {}): string => {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return url
+  }
+  for (const [field, parameter] of Object.entries(sessionParameters) as Array<[keyof typeof sessionParameters, string]>) {
+    const given = timeouts[field]
+    const named = parsed.searchParams.get(parameter)
+    const ms = Math.max(0, Math.floor(given ?? (named === null ? defaultPgTimeouts[field] : Number(named) || 0)))
+    if (ms === 0) parsed.searchParams.delete(parameter)
+    else parsed.searchParams.set(parameter, String(ms))
+  }
+  return parsed.toString()
+}

@@ -1,0 +1,157 @@
+/**
+ * Real resources for generated requests to point at: one of each kind the description's
+ * paths and bodies name, made through the API on each store the same way, so that a
+ * generated request names "the product" and each store reads it as its own product's ID.
+ */
+import { createHash } from "node:crypto"
+import type { Harness } from "../../support/harness.js"
+
+/** The kinds a generated request can name, with their ID prefix (§2.2 and open-points). */
+export const fixtureKinds = {
+  showcase: "shw",
+  product: "prd",
+  blog_product: "prd",
+  module: "mod",
+  lesson: "les",
+  taxonomy: "tax",
+  taxonomy_term: "ttm",
+  tag_group: "tgr",
+  tag: "tag",
+  custom_field: "cfd",
+  banner: "bnr",
+  navigation_item: "nav",
+  user: "usr",
+  webhook: "whk",
+  credential: "crd",
+  administrator: "adm",
+  upload: "upl",
+  file: "fil",
+  operation: "op",
+  event: "evt",
+  request: "req",
+  audit_entry: "aud"
+} as const
+
+export type FixtureKind = keyof typeof fixtureKinds
+
+export type Fixtures = Readonly<Record<FixtureKind, string>>
+
+/** Every public-ID prefix the contract names, for IDs of the wrong kind. */
+export const allPrefixes = [
+  "prd", "mod", "les", "exm", "exq", "qst", "tax", "ttm", "dlv", "usr", "whk", "whd", "wha", "shw", "bnr", "tag", "cfd",
+  "adm", "enr", "tkt", "cmt", "dpt", "faq", "gtw", "sev", "crd", "op", "opi", "evt", "evs", "fil", "upl", "req", "aud",
+  "lgt", "tac", "dom", "rpl", "pln", "tgr", "nav", "att", "acc", "rst"
+] as const
+
+/** The fixture a path parameter names, by the parameter's name. */
+export const pathParamFixture: Readonly<Record<string, FixtureKind>> = {
+  showcase_id: "showcase",
+  product_id: "product",
+  module_id: "module",
+  lesson_id: "lesson",
+  taxonomy_id: "taxonomy",
+  taxonomy_term_id: "taxonomy_term",
+  tag_group_id: "tag_group",
+  tag_id: "tag",
+  custom_field_id: "custom_field",
+  banner_id: "banner",
+  navigation_item_id: "navigation_item",
+  user_id: "user",
+  webhook_id: "webhook",
+  credential_id: "credential",
+  administrator_id: "administrator",
+  upload_id: "upload",
+  file_id: "file",
+  operation_id: "operation",
+  event_id: "event",
+  request_id: "request",
+  audit_entry_id: "audit_entry"
+}
+
+/** The fixture a body field (or query filter) holding a public ID names, by the field's name. */
+export const fieldFixture = (operationId: string, name: string | undefined): FixtureKind | undefined => {
+  if (name === undefined) return undefined
+  if (name === "ids") {
+    return (
+      ({ "banners.order.put": "banner", "products.order.replace": "product", "lessons.terms.replace": "taxonomy_term", "users.tags.replace": "tag" } as const)[
+        operationId
+      ] ?? undefined
+    )
+  }
+  const byName: Readonly<Record<string, FixtureKind>> = {
+    showcases: "showcase",
+    showcase_id: "showcase",
+    product_id: "product",
+    target_product_id: "product",
+    alias_product_id: "product",
+    module_id: "module",
+    target_module_id: "module",
+    parent_id: "navigation_item",
+    tag_group_id: "tag_group",
+    administrator_id: "administrator",
+    event_ids: "event",
+    credential_id: "credential",
+    resource_id: "product",
+    request_id: "request",
+    file: "file",
+    image: "file",
+    logo: "file",
+    favicon: "file",
+    desktop: "file",
+    mobile: "file"
+  }
+  return byName[name]
+}
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
+
+/** Create one resource of each kind on this store; fails loudly if the API refuses one. */
+export const makeFixtures = async (h: Harness, tag: string): Promise<Fixtures> => {
+  const made: Partial<Record<FixtureKind, string>> = {}
+  const call = async (method: string, path: string, json?: unknown, extra: { raw?: Uint8Array; headers?: Record<string, string> } = {}) => {
+    const res = await h.request(method, `/api/v3${path}`, { secret: h.live, ...(json === undefined ? {} : { json }), ...extra })
+    if (res.status >= 300) throw new Error(`fixture ${method} ${path} → ${res.status} ${res.text}`)
+    return res
+  }
+  const create = async (kind: FixtureKind, path: string, json: unknown) => {
+    const res = await call("POST", path, json)
+    made[kind] = res.body.data.id
+    return res.body.data.id as string
+  }
+  const showcase = await create("showcase", "/showcases", { name: `Fuzz shelf ${tag}` })
+  const product = await create("product", "/products", { format: "course", name: `Fuzz course ${tag}`, showcase_id: showcase })
+  await create("blog_product", "/products", { format: "blog", name: `Fuzz blog ${tag}`, showcase_id: showcase })
+  const module = await create("module", `/products/${product}/modules`, { name: "Fuzz module" })
+  await create("lesson", `/products/${product}/lessons`, { name: "Fuzz lesson", module_id: module })
+  const taxonomy = await create("taxonomy", `/products/${product}/taxonomies`, { name: "Category", plural_name: "Categories" })
+  await create("taxonomy_term", `/products/${product}/taxonomies/${taxonomy}/terms`, { name: "Fuzz term" })
+  const group = await create("tag_group", "/tag-groups", { name: `Fuzz group ${tag}` })
+  await create("tag", "/tags", { name: `Fuzz tag ${tag}`, tag_group_id: group })
+  await create("custom_field", "/custom-fields", { key: `fuzz_${tag.replace(/[^a-z0-9_]/g, "_")}`, label: "Fuzz field", type: "text" })
+  await create("banner", "/banners", { name: "Fuzz banner" })
+  await create("navigation_item", "/navigation", { label: "Fuzz home", url: "/" })
+  await create("user", "/users", { name: "Fuzz user", email: `fuzz-${tag}@example.com` })
+  // Never delivered: the fuzz servers run no workers.
+  await create("webhook", "/webhooks", { url: "https://example.com/fuzz-hook", event_types: ["product.created"] })
+  // A credential of its own: generated requests may revoke or suspend it, never the suite's.
+  await create("credential", "/credentials", { name: "Fuzz target credential" })
+  await create("administrator", "/administrators", { email: `fuzz-admin-${tag}@example.com`, name: "Fuzz admin", password: "correct horse battery staple" })
+  // A file, through a whole upload; and an upload session left open.
+  const bytes = new Uint8Array(64)
+  bytes.set(PNG_SIGNATURE)
+  const sha256 = createHash("sha256").update(bytes).digest("hex")
+  const declaration = { purpose: "image", filename: "fuzz.png", size: bytes.length, content_type: "image/png", sha256 }
+  const session = (await call("POST", "/uploads", declaration)).body.data.id as string
+  await call("PUT", `/uploads/${session}/parts/1`, undefined, { raw: bytes, headers: { "content-type": "application/octet-stream" } })
+  made.file = (await call("POST", `/uploads/${session}/completions`)).body.data.id
+  made.upload = (await call("POST", "/uploads", declaration)).body.data.id
+  // A batch; the fuzz servers run no workers, so it stays queued.
+  made.operation = (await call("POST", "/operations", { type: "tags.create", items: [{ key: "one", name: `Fuzz batch tag ${tag}` }] })).body.data.id
+  made.event = (await call("GET", "/events?limit=1")).body.data[0].id
+  made.request = (await call("GET", "/requests?limit=1")).body.data[0].id
+  made.audit_entry = (await call("GET", "/audit-entries?limit=1")).body.data[0].id
+  for (const kind of Object.keys(fixtureKinds) as Array<FixtureKind>) {
+    if (made[kind] === undefined) throw new Error(`no fixture ${kind}`)
+  }
+  return made as Fixtures
+}

@@ -1,0 +1,128 @@
+/**
+ * The deadlines of the PostgreSQL pool (docs/reliability.md, "Fail closed on a stalled
+ * database"): the session parameters reach the server, a statement past them fails, and a unit
+ * of work whose statement is given up on the client side (a server that does not answer) is
+ * rolled back with its connection closed, never handed to the next unit of work mid-transaction.
+ * A server that does not answer is played by `pg_sleep` past the client-side `queryMs`; the
+ * frozen server itself is in test/chaos.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Records, type Tenant, UnitOfWork } from "@syllabus/core"
+import { pgLayer, type PgTimeouts, withDeadlines } from "@syllabus/pg"
+import { freshPgDatabase } from "../support/pg.js"
+
+const tenant: Tenant = { accountId: "acc_deadlines", environment: "production" }
+
+/** The stores on a fresh database, with these deadlines, on a small pool (whose idle connection is the one reused). */
+const stores = (timeouts: Partial<PgTimeouts>) =>
+  Effect.flatMap(freshPgDatabase, ({ url }) =>
+    Layer.build(pgLayer(url, { maxConnections: 2, timeouts }))
+  )
+
+const backendPid = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ readonly pid: number }>`SELECT pg_backend_pid() AS pid`).pipe(
+  Effect.map((rows) => rows[0]!.pid)
+)
+
+describe("withDeadlines", () => {
+  it("adds the defaults, keeps what the URL names, lets the options win, leaves out what is off", () => {
+    const url = new URL(withDeadlines("postgres://u@h:5432/db"))
+    expect(Object.fromEntries(url.searchParams)).toEqual({
+      statement_timeout: "5000",
+      lock_timeout: "2000",
+      idle_in_transaction_session_timeout: "10000",
+      query_timeout: "7000"
+    })
+    const named = new URL(withDeadlines("postgres://u@h/db?statement_timeout=100&query_timeout=0&sslmode=require", { lockMs: 0 }))
+    expect(Object.fromEntries(named.searchParams)).toEqual({
+      statement_timeout: "100",
+      sslmode: "require",
+      idle_in_transaction_session_timeout: "10000"
+    })
+    expect(new URL(withDeadlines("postgres://u@h/db?statement_timeout=100", { statementMs: 250 })).searchParams.get("statement_timeout")).toBe("250")
+    expect(withDeadlines("not a url")).toBe("not a url")
+  })
+})
+
+describe("the pool's deadlines [postgresql]", () => {
+  it.live("reach every session, and a statement past statement_timeout fails at once", () =>
+    Effect.gen(function*() {
+      const context = yield* stores({ statementMs: 300, lockMs: 200, idleInTransactionMs: 4_000, queryMs: 5_000 })
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const show = (name: string) => Effect.map(sql.unsafe<Record<string, string>>(`SHOW ${name}`), (rows) => Object.values(rows[0]!)[0])
+      expect(yield* show("statement_timeout")).toBe("300ms")
+      expect(yield* show("lock_timeout")).toBe("200ms")
+      expect(yield* show("idle_in_transaction_session_timeout")).toBe("4s")
+      const started = Date.now()
+      const slow = yield* Effect.exit(sql`SELECT pg_sleep(3)`)
+      expect(Exit.isFailure(slow)).toBe(true)
+      expect(Date.now() - started).toBeLessThan(2_500)
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a unit of work given up on is rolled back and its connection closed, never reused mid-transaction", () =>
+    Effect.gen(function*() {
+      const context = yield* stores({ statementMs: 0, queryMs: 300 })
+      const provide = Effect.provide(context)
+      const uow = Context.get(context, UnitOfWork)
+      const records = Context.get(context, Records)
+
+      // The statement after the insert is not answered within queryMs: the unit fails on the client side.
+      const started = Date.now()
+      const stalled = yield* Effect.exit(
+        uow.transaction(
+          Effect.zipRight(records.insert(tenant, "item", "given_up", { n: 1 }), Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT pg_sleep(1)`))
+        ).pipe(provide)
+      )
+      expect(Exit.isFailure(stalled)).toBe(true)
+      expect(Exit.isFailure(stalled) && JSON.stringify(stalled.cause)).toContain("StoreUnavailable")
+      expect(Date.now() - started).toBeLessThan(2_500)
+
+      // Once the server has answered the abandoned statement, a connection handed on mid-transaction
+      // would be idle in it, and the next unit's COMMIT would commit the first one's insert too.
+      yield* Effect.sleep(1_500)
+      yield* uow.transaction(records.insert(tenant, "item", "next", { n: 2 })).pipe(provide)
+      expect(yield* records.get(tenant, "item", "next")).toBeDefined()
+      expect(yield* records.get(tenant, "item", "given_up")).toBeUndefined()
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const open = yield* sql<{ readonly n: number }>`
+        SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND state LIKE 'idle in transaction%'`
+      expect(open[0]!.n).toBe(0)
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a statement given up on outside a unit of work closes its connection: the next one does not wait behind it", () =>
+    Effect.gen(function*() {
+      // Two connections: one for the unit of work that holds a row lock, one for the rest.
+      const context = yield* stores({ statementMs: 0, lockMs: 0, queryMs: 300 })
+      const provide = Effect.provide(context)
+      const uow = Context.get(context, UnitOfWork)
+      const records = Context.get(context, Records)
+      yield* records.insert(tenant, "item", "locked", { n: 0 }).pipe(provide)
+      yield* records.insert(tenant, "item", "free", { n: 0 }).pipe(provide)
+      const holder = yield* Effect.fork(
+        uow.transaction(Effect.zipRight(records.update(tenant, "item", "locked", { n: 1 }), Effect.sleep(2_000))).pipe(provide)
+      )
+      yield* Effect.sleep(300)
+      // Waits for the lock on the server, past the client's deadline: the server never answers in time.
+      const waiting = yield* Effect.exit(records.update(tenant, "item", "locked", { n: 2 }).pipe(provide))
+      expect(Exit.isFailure(waiting)).toBe(true)
+      // On the other connection, or on a new one: not queued behind the update still waiting.
+      const started = Date.now()
+      expect((yield* records.get(tenant, "item", "free").pipe(provide))?.data).toEqual({ n: 0 })
+      expect(Date.now() - started).toBeLessThan(1_500)
+      yield* Fiber.join(holder)
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a unit of work that fails with an answer from the server keeps its connection", () =>
+    Effect.gen(function*() {
+      const context = yield* stores({})
+      const provide = Effect.provide(context)
+      const uow = Context.get(context, UnitOfWork)
+      const inUnit = uow.transaction(backendPid).pipe(provide)
+      const before = yield* inUnit
+      const failed = yield* Effect.exit(uow.transaction(Effect.zipRight(backendPid, Effect.fail("rule"))).pipe(provide))
+      expect(Exit.isFailure(failed) && Cause.failureOption(failed.cause)).toEqual(Option.some("rule"))
+      expect(yield* inUnit).toBe(before)
+    }).pipe(Effect.scoped), 30_000)
+})
