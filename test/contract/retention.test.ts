@@ -80,8 +80,11 @@ eachStore("retention (§8.3)", (h) => {
     h().advance(2 * MINUTE)
     expectError(await api(h()).get(`/events/${event}`), 404, "not_found")
     expect(idsOf(await api(h()).get(`/events?resource_id=${showcase.id}`))).not.toContain(event)
-    await h().housekeeping()
-    expect(await h().storedRecord(tenantOf(h(), "production"), "event", event!)).toBeUndefined()
+    // A pass skips a row a worker holds at that moment (the fan-out marking it): the next takes it.
+    await eventually(async () => {
+      await h().housekeeping()
+      expect(await h().storedRecord(tenantOf(h(), "production"), "event", event!)).toBeUndefined()
+    })
     // The resource itself is not subject to retention.
     expect((await api(h()).get(`/showcases/${showcase.id}`)).status).toBe(200)
   })
