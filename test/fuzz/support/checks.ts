@@ -7,7 +7,10 @@ import type { Response } from "../../support/harness.js"
 import type { DescribedOperation, SchemaCheck } from "./description.js"
 import { isKnownUndeclared } from "./known-defects.js"
 
-/** §7's table (with §5.3's codes, all in it): each code and its HTTP status. */
+/**
+ * §7's table (with §5.3's codes, all in it): each code and its HTTP status. Transcribed from the
+ * contract, not imported from core's `errorStatus`: an oracle must not share the product's mistakes.
+ */
 export const contractCodes: Readonly<Record<string, number | ReadonlyArray<number> | "any">> = {
   unauthenticated: 401,
   credential_revoked: [401, 422],
