@@ -16,7 +16,7 @@ import {
   type Where
 } from "@syllabus/core"
 import { instrumentation, lockCounters, MemoryStore, memoryStore } from "../../packages/memory/src/index.js"
-import * as Query from "../../packages/memory/src/query.js"
+import { random, reference } from "./list-reference.js"
 
 const tenantA: Tenant = { accountId: "acc_a", environment: "production" }
 const tenantB: Tenant = { accountId: "acc_b", environment: "production" }
@@ -212,25 +212,6 @@ describe("memory store: no lock shared by tenants", () => {
 
 // --- The order of an index is the order of the plain sort it replaces -------------------------
 
-/** The list as the store computed it before its indexes: filter everything, sort, slice. */
-const reference = (records: ReadonlyArray<StoredRecord>, query: ListQuery): ReadonlyArray<StoredRecord> => {
-  const { after, sort } = query
-  const sign = sort.direction === "asc" ? 1 : -1
-  const afterValue = after === undefined ? null : sort.field === "id" ? after.id : Query.asSortValue(after.value, sort)
-  return records
-    .filter((r) => Query.matchesAll(r, query.where))
-    .map((record) => ({ value: Query.sortValue(record, sort), record }))
-    .filter((k) => after === undefined || sign * Query.comparePositions(k.value, k.record.id, afterValue, after.id) > 0)
-    .sort((a, b) => sign * Query.comparePositions(a.value, a.record.id, b.value, b.record.id))
-    .slice(0, Math.max(0, query.limit))
-    .map((k) => k.record)
-}
-
-/** A small deterministic generator (the test must not depend on luck). */
-const random = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
-  return seed / 2 ** 31
-}
 
 describe("memory store: ordered indexes", () => {
   it.effect("pages through every index agree with the plain sort (nulls, mixed kinds, code-unit order, ties, eq/in)", () =>

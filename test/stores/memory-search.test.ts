@@ -22,31 +22,13 @@ import * as BTree from "../../packages/memory/src/btree.js"
 import { instrumentation, memoryStore } from "../../packages/memory/src/index.js"
 import * as Query from "../../packages/memory/src/query.js"
 import { searchSpecOf, trigramsOf } from "../../packages/memory/src/search.js"
+import { random, reference } from "./list-reference.js"
 
 const tenantA: Tenant = { accountId: "acc_a", environment: "production" }
 const tenantB: Tenant = { accountId: "acc_b", environment: "production" }
 
 const ids = (records: ReadonlyArray<StoredRecord>) => records.map((r) => r.id)
 
-/** The list as the store computed it before any index: filter everything, sort, slice. */
-const reference = (records: Iterable<StoredRecord>, query: ListQuery): ReadonlyArray<StoredRecord> => {
-  const { after, sort } = query
-  const sign = sort.direction === "asc" ? 1 : -1
-  const afterValue = after === undefined ? null : sort.field === "id" ? after.id : Query.asSortValue(after.value, sort)
-  return Array.from(records)
-    .filter((r) => Query.matchesAll(r, query.where))
-    .map((record) => ({ value: Query.sortValue(record, sort), record }))
-    .filter((k) => after === undefined || sign * Query.comparePositions(k.value, k.record.id, afterValue, after.id) > 0)
-    .sort((a, b) => sign * Query.comparePositions(a.value, a.record.id, b.value, b.record.id))
-    .slice(0, Math.max(0, query.limit))
-    .map((k) => k.record)
-}
-
-/** A small deterministic generator (the test must not depend on luck). */
-const random = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
-  return seed / 2 ** 31
-}
 
 /**
  * Pieces of text whose lower case is tricky: accents, a dotted capital I (lower-cased to two

@@ -458,19 +458,25 @@ export const operationsAccessPaths: ReadonlyArray<AccessPath> = [
   listPath(OPERATION_ITEM_TYPE, ["operation_id"], [{ field: "id", kind: "text" }])
 ]
 
+/** What is due across tenants, at most `limit` of each: queued operations, and running ones whose lease ran out. */
+const dueOperations = (now: number, limit: number) =>
+  Effect.flatMap(Records, (records) =>
+    Effect.all({
+      queued: records.scan(OPERATION_TYPE, [{ field: "status", op: "eq", value: "queued" }], limit),
+      stalled: records.scan(
+        OPERATION_TYPE,
+        [
+          { field: "status", op: "eq", value: "running" },
+          { field: "lease_until", op: "lt", value: now }
+        ],
+        limit
+      )
+    }))
+
 /** One pass of a worker: claim and run what is due. Answers how many operations it ran. */
 export const runDueOperations = Effect.fn("Operations.runDue")(function* (batch = 10) {
-  const records = yield* Records
   const now = yield* Clock.currentTimeMillis
-  const queued = yield* records.scan(OPERATION_TYPE, [{ field: "status", op: "eq", value: "queued" }], batch)
-  const stalled = yield* records.scan(
-    OPERATION_TYPE,
-    [
-      { field: "status", op: "eq", value: "running" },
-      { field: "lease_until", op: "lt", value: now }
-    ],
-    batch
-  )
+  const { queued, stalled } = yield* dueOperations(now, batch)
   let ran = 0
   for (const candidate of [...queued, ...stalled]) {
     const owner = `worker_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
@@ -503,15 +509,7 @@ export const operationsWorker = (interval = "250 millis" as const) =>
       const running = new Set<string>()
       const pass = Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        const queued = yield* records.scan(OPERATION_TYPE, [{ field: "status", op: "eq", value: "queued" }], WORKER_WINDOW)
-        const stalled = yield* records.scan(
-          OPERATION_TYPE,
-          [
-            { field: "status", op: "eq", value: "running" },
-            { field: "lease_until", op: "lt", value: now }
-          ],
-          WORKER_WINDOW
-        )
+        const { queued, stalled } = yield* dueOperations(now, WORKER_WINDOW)
         // The accounts in turn: the first candidate of each, then the second of each, …
         const byAccount = new Map<string, Array<StoredRecord>>()
         for (const candidate of [...queued, ...stalled]) {
