@@ -228,14 +228,14 @@ if (process.argv[2] === "--server") {
       const quietIdle = await idle(child, busy)
       for (let i = 0; i < HOOKS; i++) {
         const port = RECEIVERS === "refused" || (RECEIVERS === "mixed" && i % 2 === 0) ? closedPort : silentPort
-        const res = await call("POST", "/webhooks", { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag_group.created"] })
+        const res = await call("POST", "/webhooks", { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag.created"] })
         if (res.status !== 201) throw new Error(`webhook: ${res.status} ${res.text}`)
       }
       const writesStarted = performance.now()
       for (let i = 0; i < WRITES; i += 50) {
         await Promise.all(
           Array.from({ length: Math.min(50, WRITES - i) }, async (_, j) => {
-            const res = await call("POST", "/tag-groups", { name: `storm-${i + j}` })
+            const res = await call("POST", "/tags", { name: `storm-${i + j}` })
             if (res.status !== 201) throw new Error(`write: ${res.status} ${res.text}`)
           })
         )

@@ -106,13 +106,13 @@ if (process.argv[2] === "--server") {
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
     const hook = await call("POST", "/webhooks", {
       url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
-      event_types: ["tag_group.created"],
+      event_types: ["tag.created"],
       max_per_second: 100
     })
     if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.json)}`)
     const started = performance.now()
     for (let i = 0; i < EVENTS; i += 50) {
-      await Promise.all(Array.from({ length: Math.min(50, EVENTS - i) }, (_, j) => call("POST", "/tag-groups", { name: `g-${i + j}` })))
+      await Promise.all(Array.from({ length: Math.min(50, EVENTS - i) }, (_, j) => call("POST", "/tags", { name: `g-${i + j}` })))
     }
     const written = performance.now()
     while (received < EVENTS && performance.now() - started < 300_000) await new Promise((r) => setTimeout(r, 50))

@@ -41,6 +41,7 @@ import {
   openAccount,
   products,
   type ResourceDefinition,
+  resourceSort,
   SEARCH_FIELD,
   type SortSpec,
   type Tenant,
@@ -114,13 +115,7 @@ interface ListSpec {
 }
 
 /** The sort `listResources` derives from `sort=` (declared name, `-` reverses). */
-const sortOf = (definition: ResourceDefinition, param: string | undefined): SortSpec => {
-  const name = (param ?? definition.sorts[0]!.name).replace(/^-/, "")
-  const declared = definition.sorts.find((s) => s.name === name) ?? definition.sorts[0]!
-  const direction = declared.direction ?? "asc"
-  const reversed = (param ?? "").startsWith("-")
-  return { field: declared.field, kind: declared.kind, direction: reversed ? (direction === "asc" ? "desc" : "asc") : direction }
-}
+const sortOf = (definition: ResourceDefinition, param: string | undefined): SortSpec => resourceSort(definition, param)
 
 const listsOf = (definition: ResourceDefinition, n: number): ReadonlyArray<ListSpec> => {
   const live: Where = { field: "deleted", op: "eq", value: false }

@@ -128,13 +128,13 @@ const sandboxSecret = (account: { readonly credentials: ReadonlyArray<{ readonly
 let subdomains = 0
 const freshSubdomain = (prefix: string) => `${prefix}-${Date.now()}-${++subdomains}`
 
-/** A webhook of the account (sandbox) on `tag_group.created`; the tag groups written with it. */
+/** A webhook of the account (sandbox) on `tag.created`; the tags written with it. */
 const hookAndWrites = async (h: Harness, secret: string, url: string, writes: number, fields: Record<string, unknown> = {}) => {
   const client = api(h, secret)
-  const hook = await client.post("/webhooks", { url, event_types: ["tag_group.created"], max_per_second: 100, ...fields })
+  const hook = await client.post("/webhooks", { url, event_types: ["tag.created"], max_per_second: 100, ...fields })
   expect(hook.status).toBe(201)
   for (let i = 0; i < writes; i++) {
-    const group = await client.post("/tag-groups", { name: `g-${Date.now()}-${i}` })
+    const group = await client.post("/tags", { name: `g-${Date.now()}-${i}` })
     expect(group.status).toBe(201)
   }
   return { id: hook.body.data.id as string, off: () => client.patch(`/webhooks/${hook.body.data.id}`, { status: "inactive" }) }
@@ -267,10 +267,10 @@ describe("fair background work: coalesced health, a turn per attempt, the worker
         )
         return { status: res.status, body: (await res.json()) as { data: Record<string, unknown> } }
       }
-      const hook = await call("POST", "/webhooks", { url: "http://127.0.0.1:9/hook", event_types: ["tag_group.created"], max_per_second: 100 })
+      const hook = await call("POST", "/webhooks", { url: "http://127.0.0.1:9/hook", event_types: ["tag.created"], max_per_second: 100 })
       expect(hook.status).toBe(201)
       const writes = 150
-      for (let i = 0; i < writes; i++) expect((await call("POST", "/tag-groups", { name: `c-${i}` })).status).toBe(201)
+      for (let i = 0; i < writes; i++) expect((await call("POST", "/tags", { name: `c-${i}` })).status).toBe(201)
       // Every delivery's first attempt (the retries wait 5 s).
       await eventually(async () => expect(sends.length).toBeGreaterThanOrEqual(writes), 20_000)
       const attempts = sends.length

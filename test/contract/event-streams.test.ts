@@ -184,7 +184,7 @@ eachStore(
     })
 
     it("keeps the filters given on creation", async () => {
-      const filters = { event_types: ["showcase.created", "tag_group.created"], resource_types: ["showcase"] }
+      const filters = { event_types: ["showcase.created", "tag.created"], resource_types: ["showcase"] }
       const res = await createStream(h(), { filters, start: "now" })
       expect(res.status).toBe(201)
       expect(res.body.data.filters).toEqual(filters)
@@ -322,19 +322,19 @@ eachStore(
     })
 
     it("filters deliver only the listed event types and resource types", async () => {
-      const byType = (await createStream(h(), { start: "now", filters: { event_types: ["tag_group.created"] } })).body.data.id
+      const byType = (await createStream(h(), { start: "now", filters: { event_types: ["tag.created"] } })).body.data.id
       const byResource = (await createStream(h(), { start: "now", filters: { resource_types: ["showcase"] } })).body.data.id
       const types = await connect(h(), byType)
       const resources = await connect(h(), byResource)
       const showcase = await newShowcase(h(), "Filtered")
       await h().request("PATCH", `/api/v3/showcases/${showcase.id}`, { secret: h().live, json: { name: "Filtered 2" } })
-      const group = await h().request("POST", "/api/v3/tag-groups", { secret: h().live, json: { name: `group-${Date.now()}` } })
+      const group = await h().request("POST", "/api/v3/tags", { secret: h().live, json: { name: `group-${Date.now()}` } })
       expect(group.status).toBe(201)
       const marker = await newShowcase(h(), "Marker")
       await waitFor("the marker", () => resources.messages.some((m) => m.data.includes(marker.id)))
-      await waitFor("the tag group", () => types.messages.length >= 1)
+      await waitFor("the tag", () => types.messages.length >= 1)
       expect(resources.messages.map((m) => m.event)).toEqual(["showcase.created", "showcase.updated", "showcase.created"])
-      expect(types.messages.map((m) => m.event)).toEqual(["tag_group.created"])
+      expect(types.messages.map((m) => m.event)).toEqual(["tag.created"])
       expect(JSON.parse(types.messages[0]!.data).data.object.id).toBe(group.body.data.id)
     })
 

@@ -28,12 +28,12 @@ eachStore("events", (h) => {
   })
 
   it("lists newest first by default, filter by type, and page with cursors", async () => {
-    for (const name of ["e1", "e2", "e3"]) await h().request("POST", "/api/v3/tag-groups", { secret: h().live, json: { name: `${name}-${Date.now()}` } })
-    const page = await get(h(), "/events?type=tag_group.created&limit=2")
+    for (const name of ["e1", "e2", "e3"]) await h().request("POST", "/api/v3/tags", { secret: h().live, json: { name: `${name}-${Date.now()}` } })
+    const page = await get(h(), "/events?type=tag.created&limit=2")
     expect(page.body.data).toHaveLength(2)
-    expect(page.body.data.every((e: { type: string }) => e.type === "tag_group.created")).toBe(true)
+    expect(page.body.data.every((e: { type: string }) => e.type === "tag.created")).toBe(true)
     expect(page.body.data[0].id > page.body.data[1].id).toBe(true)
-    const next = await get(h(), `/events?type=tag_group.created&limit=2&cursor=${encodeURIComponent(page.body.page.next_cursor)}`)
+    const next = await get(h(), `/events?type=tag.created&limit=2&cursor=${encodeURIComponent(page.body.page.next_cursor)}`)
     expect(next.body.data.length).toBeGreaterThanOrEqual(1)
     expect(next.body.data[0].id < page.body.data[1].id).toBe(true)
   })
@@ -70,7 +70,7 @@ eachStore("events", (h) => {
       expect.arrayContaining([
         "showcase.trashed",
         "showcase.restored",
-        "tag_group.deleted",
+        "tag.deleted",
         "operation.completed",
         "operation.canceled",
         // The events of the resources outside the routed machinery, and of the use cases beside it.
@@ -90,20 +90,20 @@ eachStore("events", (h) => {
 
 eachStore("events past retention", (h) => {
   it("an event is kept 30 days: then 404, and a cursor pointing at it is 410 cursor_expired (§6)", async () => {
-    for (const name of ["old-1", "old-2"]) await h().request("POST", "/api/v3/tag-groups", { secret: h().live, json: { name } })
+    for (const name of ["old-1", "old-2"]) await h().request("POST", "/api/v3/tags", { secret: h().live, json: { name } })
     // Almost 30 days later, a page ends on the oldest event: the cursor points at it.
     h().advance(30 * DAY - 3600_000)
-    const page = await get(h(), "/events?type=tag_group.created&sort=created_at&limit=1")
+    const page = await get(h(), "/events?type=tag.created&sort=created_at&limit=1")
     const oldest = page.body.data[0].id
     const cursor = page.body.page.next_cursor as string
     expect((await get(h(), `/events/${oldest}`)).status).toBe(200)
     // Two hours on, the cursor is still fresh (24 h) but its event is no longer kept.
     h().advance(2 * 3600_000)
     expectError(await get(h(), `/events/${oldest}`), 404, "not_found")
-    const expired = await get(h(), `/events?type=tag_group.created&sort=created_at&limit=1&cursor=${encodeURIComponent(cursor)}`)
+    const expired = await get(h(), `/events?type=tag.created&sort=created_at&limit=1&cursor=${encodeURIComponent(cursor)}`)
     expect(expired.status).toBe(410)
     expect(expired.body.error.code).toBe("cursor_expired")
     await h().housekeeping()
-    expect((await get(h(), `/events?type=tag_group.created`)).body.data).toEqual([])
+    expect((await get(h(), `/events?type=tag.created`)).body.data).toEqual([])
   })
 })

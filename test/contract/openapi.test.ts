@@ -26,10 +26,19 @@ const conformance = (doc: any, path: string, method: string, status: number, bod
   addFormats(ajv)
   const id = "https://syllabus.test/openapi.json"
   ajv.addSchema({ ...doc, $id: id })
-  const pointer = ["paths", path, method, "responses", String(status), "content", "application/json", "schema"].map(escape).join("/")
+  // A response shared in `components/responses` is validated through its own schema.
+  const response = doc.paths[path][method].responses[String(status)]
+  const base = response?.$ref ? response.$ref.slice(2).split("/") : ["paths", path, method, "responses", String(status)]
+  const pointer = [...base, "content", "application/json", "schema"].map(escape).join("/")
   const validate = ajv.compile({ $ref: `${id}#/${pointer}` })
   const valid = validate(body)
   return { valid, errors: valid ? [] : validate.errors }
+}
+
+/** The documented response of an operation at a status, following a `$ref` to `components/responses`. */
+const responseOf = (doc: any, path: string, method: string, status: number): any => {
+  const response = doc.paths[path][method].responses[String(status)]
+  return response?.$ref ? doc.components.responses[response.$ref.split("/").pop()] : response
 }
 
 /** Headers of HTTP itself, not of the API. */
@@ -37,7 +46,7 @@ const transportHeaders = new Set(["content-type", "content-length", "date", "con
 
 /** The headers of a response that its documented response does not name. */
 const undocumentedHeaders = (doc: any, path: string, method: string, status: number, headers: Headers) => {
-  const documented = new Set(Object.keys(doc.paths[path][method].responses[String(status)].headers ?? {}).map((n) => n.toLowerCase()))
+  const documented = new Set(Object.keys(responseOf(doc, path, method, status).headers ?? {}).map((n) => n.toLowerCase()))
   const sent: Array<string> = []
   headers.forEach((_value, name) => sent.push(name))
   return sent.filter((name) => !transportHeaders.has(name) && !documented.has(name))
@@ -112,7 +121,7 @@ eachStore(
       const res = await h().request("GET", "/api/v3/credentials/crd_000000000", { secret: h().live })
       expect(res.status).toBe(404)
       const doc = await description(h())
-      expect(doc.paths["/credentials/{credential_id}"].get.responses["404"]["x-error-codes"]).toContain(res.body.error.code)
+      expect(responseOf(doc, "/credentials/{credential_id}", "get", 404)["x-error-codes"]).toContain(res.body.error.code)
       expect(conformance(doc, "/credentials/{credential_id}", "get", 404, res.body)).toEqual({ valid: true, errors: [] })
     })
 
@@ -138,9 +147,63 @@ eachStore(
       const res = await h().request("PATCH", `/api/v3/credentials/${id}`, { secret: h().live, json: { name: "renamed" } })
       expect([res.status, res.body.error.code]).toEqual([422, "credential_revoked"])
       const doc = await description(h())
-      expect(doc.paths["/credentials/{credential_id}"].patch.responses["422"]["x-error-codes"]).toContain("credential_revoked")
+      expect(responseOf(doc, "/credentials/{credential_id}", "patch", 422)["x-error-codes"]).toContain("credential_revoked")
       expect(conformance(doc, "/credentials/{credential_id}", "patch", 422, res.body)).toEqual({ valid: true, errors: [] })
+    })
+
+    it("describes every field the server answers and no other, IDs with their prefix (§2.1, §2.2)", async () => {
+      const doc = await description(h())
+      const call = (method: string, path: string, json?: unknown) => h().request(method, `/api/v3${path}`, { secret: h().live, json })
+      const showcase = await call("POST", "/showcases", { name: `Described ${Date.now()}` })
+      const product = await call("POST", "/products", { format: "course", name: "Described", showcase_id: showcase.body.data.id })
+      const productId = product.body.data.id
+      const module = await call("POST", `/products/${productId}/modules`, { name: "Module" })
+      const lesson = await call("POST", `/products/${productId}/lessons`, { name: "Lesson", module_id: module.body.data.id })
+      const tag = await call("POST", "/tags", { name: `Described ${Date.now()}` })
+      const user = await call("POST", "/users", { name: "Ada", email: `ada-${Date.now()}@example.com` })
+      const hook = await call("POST", "/webhooks", { url: "https://example.com/hook", event_types: ["product.created"] })
+      const answers: Array<[string, string, number, { status: number; body: unknown }]> = [
+        ["/showcases", "post", 201, showcase],
+        ["/products", "post", 201, product],
+        ["/products/{product_id}/modules", "post", 201, module],
+        ["/products/{product_id}/lessons", "post", 201, lesson],
+        ["/tags", "post", 201, tag],
+        ["/users", "post", 201, user],
+        ["/webhooks", "post", 201, hook],
+        ["/products", "get", 200, await call("GET", "/products")],
+        ["/products/{product_id}", "get", 200, await call("GET", `/products/${productId}`)],
+        ["/products/{product_id}/lessons/{lesson_id}/content", "get", 200, await call("GET", `/products/${productId}/lessons/${lesson.body.data.id}/content`)],
+        ["/users", "get", 200, await call("GET", "/users")],
+        ["/webhooks", "get", 200, await call("GET", "/webhooks")],
+        ["/events", "get", 200, await call("GET", "/events?limit=20")],
+        ["/event-types", "get", 200, await call("GET", "/event-types")],
+        ["/audit-entries", "get", 200, await call("GET", "/audit-entries?limit=20")],
+        ["/requests", "get", 200, await call("GET", "/requests?limit=20")],
+        ["/capabilities", "get", 200, await call("GET", "/capabilities")],
+        ["/account/usage", "get", 200, await call("GET", "/account/usage")],
+        ["/settings/appearance", "get", 200, await call("GET", "/settings/appearance")],
+        ["/products/{product_id}/publications", "post", 202, await call("POST", `/products/${productId}/publications`)],
+        ["/products", "post", 422, await call("POST", "/products", { format: "course" })],
+        ["/products", "get", 422, await call("GET", "/products?sort=nope")]
+      ]
+      const failures = answers
+        .map(([path, method, status, res]) => ({ path, method, status, got: res.status, ...conformance(doc, path, method, status, res.body) }))
+        .filter((result) => result.got !== result.status || !result.valid)
+      expect(failures).toEqual([])
     })
   },
   { settings: { deprecations: new Map([["policy_templates.list", { deprecatedAt, sunsetAt }]]) } }
 )
+
+eachStore("openapi.json: error headers", (h) => {
+  it("documents every header the server sends with an error (Content-Language among them)", async () => {
+    const doc = (await h().request("GET", "/api/v3/openapi.json", { secret: h().live })).body
+    const missing = await h().request("GET", "/api/v3/credentials/crd_000000000", { secret: h().live, headers: { "accept-language": "fr-FR" } })
+    expect(missing.status).toBe(404)
+    expect(missing.headers.get("content-language")).toBe("fr-FR")
+    expect(undocumentedHeaders(doc, "/credentials/{credential_id}", "get", 404, missing.headers)).toEqual([])
+    const invalid = await h().request("POST", "/api/v3/products", { secret: h().live, json: {} })
+    expect(invalid.status).toBe(422)
+    expect(undocumentedHeaders(doc, "/products", "post", 422, invalid.headers)).toEqual([])
+  })
+})

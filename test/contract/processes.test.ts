@@ -68,7 +68,7 @@ describe("a worker killed mid-operation [postgresql]", () => {
   it("another process finishes the operation once the lease runs out, every item done exactly once", async () => {
     const first = await startHarness("postgresql")
     const items = Array.from({ length: 400 }, (_, i) => ({ key: `k${i}`, name: `killed-${i}` }))
-    const started = await first.request("POST", "/api/v3/operations", { secret: first.live, json: { type: "tag_groups.create", items } })
+    const started = await first.request("POST", "/api/v3/operations", { secret: first.live, json: { type: "tags.create", items } })
     expect(started.status).toBe(202)
     const id = started.body.data.id
     // Let the worker get going, then stop the process under it.
@@ -97,7 +97,7 @@ describe("a worker killed mid-operation [postgresql]", () => {
       do {
         const page: { body: { data: Array<{ name: string }>; page: { next_cursor: string | null } } } = await second.request(
           "GET",
-          `/api/v3/tag-groups?q=killed-&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+          `/api/v3/tags?q=killed-&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
           { secret: second.live }
         )
         names.push(...page.body.data.map((g) => g.name))

@@ -227,9 +227,9 @@ eachStore("races", (h) => {
 
   it("concurrent DELETEs of a resource removed for good: one 204, the others 404; never 503", async () => {
     for (let round = 0; round < 5; round++) {
-      const group = await c.call("POST", "/tag-groups", { json: { name: `G ${freshKey()}` } })
+      const group = await c.call("POST", "/tags", { json: { name: `G ${freshKey()}` } })
       expect(group.status, group.text).toBe(201)
-      const answers = await all(6, () => c.call("DELETE", `/tag-groups/${group.body.data.id}`))
+      const answers = await all(6, () => c.call("DELETE", `/tags/${group.body.data.id}`))
       expectNoServerError(answers)
       expect(answers.filter((r) => r.status === 204)).toHaveLength(1)
       for (const r of answers) if (r.status !== 204) expectError(r, 404, "not_found")
@@ -250,7 +250,7 @@ eachStore("races", (h) => {
   it("concurrent creates with one unique name: one 201, the others 409 already_exists on the field; never 503", async () => {
     for (let round = 0; round < 5; round++) {
       const name = `Unique ${freshKey()}`
-      const answers = await all(6, () => c.call("POST", "/tag-groups", { json: { name } }))
+      const answers = await all(6, () => c.call("POST", "/tags", { json: { name } }))
       expectNoServerError(answers)
       expect(answers.filter((r) => r.status === 201)).toHaveLength(1)
       for (const r of answers) if (r.status !== 201) expectError(r, 409, "already_exists", { field: "name" })

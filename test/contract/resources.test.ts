@@ -1,6 +1,6 @@
 /**
  * The rules every described resource follows (§2.1, §3, §4.1, §4.2, §8.2), seen through the
- * simplest ones: showcases (trash, replicas, a file field, search) and tag groups (removed for
+ * simplest ones: showcases (trash, replicas, a file field, search) and tags (removed for
  * good, a unique name).
  */
 import { createHash } from "node:crypto"
@@ -181,15 +181,15 @@ eachStore("described resources", (h) => {
 
   it("a resource removed for good answers 204 and is then gone; a unique name is 409 already_exists", async () => {
     const name = `Group ${Date.now()}`
-    const created = await api(h()).post("/tag-groups", { name })
+    const created = await api(h()).post("/tags", { name })
     expect(created.status).toBe(201)
-    const duplicate = await api(h()).post("/tag-groups", { name })
+    const duplicate = await api(h()).post("/tags", { name })
     expect(duplicate.status).toBe(409)
     expect(duplicate.body.error).toMatchObject({ code: "already_exists", details: [{ field: "name", code: "already_exists" }] })
-    const removed = await api(h()).del(`/tag-groups/${created.body.data.id}`)
+    const removed = await api(h()).del(`/tags/${created.body.data.id}`)
     expect(removed.status).toBe(204)
-    expectError(await api(h()).get(`/tag-groups/${created.body.data.id}`), 404, "not_found")
-    expect((await api(h()).post("/tag-groups", { name })).status).toBe(201)
+    expectError(await api(h()).get(`/tags/${created.body.data.id}`), 404, "not_found")
+    expect((await api(h()).post("/tags", { name })).status).toBe(201)
   })
 
   it("resources of one tenant are invisible to another (404)", async () => {
@@ -199,14 +199,20 @@ eachStore("described resources", (h) => {
   })
 })
 
-eachStore("tag groups and their tags", (h) => {
-  it("removing a tag group leaves its tags without a group", async () => {
-    const group = (await h().request("POST", "/api/v3/tag-groups", { secret: h().live, json: { name: `G ${Date.now()}` } })).body.data
-    const tag = (await h().request("POST", "/api/v3/tags", { secret: h().live, json: { name: `T ${Date.now()}`, tag_group_id: group.id } })).body.data
-    expect(tag.tag_group_id).toBe(group.id)
-    expect((await h().request("DELETE", `/api/v3/tag-groups/${group.id}`, { secret: h().live })).status).toBe(204)
-    const after = await h().request("GET", `/api/v3/tags/${tag.id}`, { secret: h().live })
-    expect(after.status).toBe(200)
-    expect(after.body.data.tag_group_id).toBeNull()
+eachStore("resources outside the contract", (h) => {
+  it("serves no /tag-groups: tag groups are not a resource of v3 (503 operation_not_catalogued, §7)", async () => {
+    expectError(await api(h()).get("/tag-groups"), 503, "operation_not_catalogued")
+    expectError(await api(h()).post("/tag-groups", { name: "G" }), 503, "operation_not_catalogued")
+  })
+
+  it("names no tag group in the event types, the capabilities or the batch types", async () => {
+    const types = (await api(h()).get("/event-types")).body.data.map((t: { type: string }) => t.type)
+    expect(types).toContain("tag.created")
+    expect(types.filter((type: string) => type.startsWith("tag_group"))).toEqual([])
+    const capabilities: Array<string> = (await api(h()).get("/capabilities")).body.data.capabilities
+    expect(capabilities).toContain("tags.read")
+    expect(capabilities.filter((capability) => capability.startsWith("tag_groups"))).toEqual([])
+    const batch = await api(h()).post("/operations", { type: "tag_groups.create", items: [{ key: "a", name: "G" }] })
+    expectError(batch, 422, "operation_type_unknown")
   })
 })

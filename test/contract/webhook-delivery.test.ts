@@ -145,7 +145,7 @@ eachStore("webhook delivery", (h) => {
       const ids: Array<string> = []
       for (const name of ["One", "Two"]) ids.push((await sandbox(h()).post("/showcases", { name })).body.data.id)
       // Not subscribed: never sent.
-      await sandbox(h()).post("/tag-groups", { name: `not-sent-${Date.now()}` })
+      await sandbox(h()).post("/tags", { name: `not-sent-${Date.now()}` })
       const events = await Promise.all(ids.map((id) => eventOf(h(), id, "showcase.created")))
       await eventually(async () => expect(rx.received).toHaveLength(2))
       const verifier = new Webhook(hook.secret)
@@ -268,10 +268,10 @@ eachStore("webhook delivery", (h) => {
     const down = await receiver()
     const port = down.port
     await down.close()
-    const hook = await createHook(h(), { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag_group.created"] })
+    const hook = await createHook(h(), { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag.created"] })
     const groups: Array<string> = []
-    for (let i = 0; i < 3; i++) groups.push((await sandbox(h()).post("/tag-groups", { name: `down-${Date.now()}-${i}` })).body.data.id)
-    const eventIds = await Promise.all(groups.map(async (id) => (await eventOf(h(), id, "tag_group.created")).id as string))
+    for (let i = 0; i < 3; i++) groups.push((await sandbox(h()).post("/tags", { name: `down-${Date.now()}-${i}` })).body.data.id)
+    const eventIds = await Promise.all(groups.map(async (id) => (await eventOf(h(), id, "tag.created")).id as string))
     const deliveries = await eventually(async () => {
       const list = await deliveriesOf(h(), hook)
       expect(list).toHaveLength(3)
@@ -309,12 +309,12 @@ eachStore("webhook delivery", (h) => {
   it("an inactive webhook receives nothing, and a webhook receives only events recorded after it was created", async () => {
     const rx = await receiver()
     try {
-      const before = (await sandbox(h()).post("/tag-groups", { name: `before-${Date.now()}` })).body.data.id
-      const beforeEvent = await eventOf(h(), before, "tag_group.created")
-      const inactive = await createHook(h(), { url: rx.url, event_types: ["tag_group.created"], status: "inactive" })
-      const active = await createHook(h(), { url: rx.url, event_types: ["tag_group.created"] })
-      const after = (await sandbox(h()).post("/tag-groups", { name: `after-${Date.now()}` })).body.data.id
-      const afterEvent = await eventOf(h(), after, "tag_group.created")
+      const before = (await sandbox(h()).post("/tags", { name: `before-${Date.now()}` })).body.data.id
+      const beforeEvent = await eventOf(h(), before, "tag.created")
+      const inactive = await createHook(h(), { url: rx.url, event_types: ["tag.created"], status: "inactive" })
+      const active = await createHook(h(), { url: rx.url, event_types: ["tag.created"] })
+      const after = (await sandbox(h()).post("/tags", { name: `after-${Date.now()}` })).body.data.id
+      const afterEvent = await eventOf(h(), after, "tag.created")
       await eventually(async () => expect(rx.received).toHaveLength(1))
       await new Promise((r) => setTimeout(r, 600))
       expect(rx.received.map((r) => r.headers["webhook-id"])).toEqual([afterEvent.id])
@@ -329,9 +329,9 @@ eachStore("webhook delivery", (h) => {
 
   it("max_per_second paces the requests to one destination", async () => {
     const rx = await receiver()
-    const hook = await createHook(h(), { url: rx.url, event_types: ["tag_group.created"], max_per_second: 1 })
+    const hook = await createHook(h(), { url: rx.url, event_types: ["tag.created"], max_per_second: 1 })
     try {
-      for (let i = 0; i < 3; i++) await sandbox(h()).post("/tag-groups", { name: `paced-${Date.now()}-${i}` })
+      for (let i = 0; i < 3; i++) await sandbox(h()).post("/tags", { name: `paced-${Date.now()}-${i}` })
       await eventually(async () => expect(rx.received).toHaveLength(3))
       const attempts = (await Promise.all((await deliveriesOf(h(), hook)).map((d) => attemptsOf(h(), hook, d.id)))).flat()
       const starts = attempts.map((a) => Date.parse(a.started_at)).sort((a, b) => a - b)
@@ -436,8 +436,8 @@ eachStore("webhook delivery", (h) => {
 
   it("replays refuse events the webhook does not receive, unknown events, both forms at once, or neither (422)", async () => {
     const hook = await createHook(h(), { url: "http://127.0.0.1:9/none", event_types: ["showcase.created"], status: "inactive" })
-    const group = (await sandbox(h()).post("/tag-groups", { name: `other-${Date.now()}` })).body.data.id
-    const other = await eventOf(h(), group, "tag_group.created")
+    const group = (await sandbox(h()).post("/tags", { name: `other-${Date.now()}` })).body.data.id
+    const other = await eventOf(h(), group, "tag.created")
     const details = (res: { body: { error: { details: Array<Record<string, unknown>> } } }) =>
       res.body.error.details.map((d) => [d.field, d.code, d.reason])
     const notReceived = await sandbox(h()).post(`/webhooks/${hook.id}/replays`, { event_ids: [other.id, "evt_000000001"] })
@@ -537,10 +537,10 @@ describe("webhook delivery across processes [postgresql]", () => {
     const port = down.port
     await down.close()
     const first = await serverProcess()
-    const hook = await createHook(owner, { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag_group.created"] })
+    const hook = await createHook(owner, { url: `http://127.0.0.1:${port}/hook`, event_types: ["tag.created"] })
     const groups: Array<string> = []
-    for (let i = 0; i < 4; i++) groups.push((await sandbox(owner).post("/tag-groups", { name: `restart-${Date.now()}-${i}` })).body.data.id)
-    const eventIds = await Promise.all(groups.map(async (id) => (await eventOf(owner, id, "tag_group.created")).id as string))
+    for (let i = 0; i < 4; i++) groups.push((await sandbox(owner).post("/tags", { name: `restart-${Date.now()}-${i}` })).body.data.id)
+    const eventIds = await Promise.all(groups.map(async (id) => (await eventOf(owner, id, "tag.created")).id as string))
     await eventually(async () => {
       const list = await deliveriesOf(owner, hook)
       expect(list.map((d) => d.attempt_count)).toEqual([1, 1, 1, 1])

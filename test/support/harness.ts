@@ -9,18 +9,12 @@ import {
   type BackgroundOptions,
   environments,
   eventTypeCatalog,
-  FileStorage,
-  Idempotency,
   openAccount,
   type OpenedAccount,
-  RateLimitStore,
   Records,
   pruneRetained,
   setAccountStatus,
-  StorageUnavailable,
-  StoreUnavailable,
-  sweepExpiredUploads,
-  UnitOfWork
+  sweepExpiredUploads
 } from "@syllabus/core"
 import { type EdgeLimits, makeNodeEdge, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
@@ -29,137 +23,16 @@ import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Clock, Context, Effect, Exit, Layer, type LogLevel, Logger, ManagedRuntime, Scope } from "effect"
+import { Effect, Exit, Layer, type LogLevel, Logger, ManagedRuntime, Scope } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe } from "vitest"
+import { AdjustableClock, type FaultyPort, Stalls, storageWithFaults, withFaults } from "@syllabus/testing"
 import { freshPgDatabase } from "./pg.js"
 
-// ---------------------------------------------------------------------------------------
-// Time the operator can move forward
-
-class OffsetClock implements Clock.Clock {
-  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
-  offsetMs = 0
-  private readonly live = Clock.make()
-  unsafeCurrentTimeMillis() {
-    return this.live.unsafeCurrentTimeMillis() + this.offsetMs
-  }
-  unsafeCurrentTimeNanos() {
-    return this.live.unsafeCurrentTimeNanos() + BigInt(this.offsetMs) * 1_000_000n
-  }
-  get currentTimeMillis() {
-    return Effect.sync(() => this.unsafeCurrentTimeMillis())
-  }
-  get currentTimeNanos() {
-    return Effect.sync(() => this.unsafeCurrentTimeNanos())
-  }
-  sleep = (duration: Parameters<Clock.Clock["sleep"]>[0]) => this.live.sleep(duration)
-}
-
-// ---------------------------------------------------------------------------------------
-// Ports that can be made to fail
-
-export type FaultyPort = "records" | "rate_limits" | "idempotency" | "unit_of_work" | "storage"
-
-const down = Effect.fail(new StoreUnavailable({ cause: "injected outage" }))
-
-/** Ports that hang, as a frozen database does: their calls wait until the port is let go, then go on. */
-class Stalls {
-  private readonly ports = new Set<FaultyPort>()
-  private readonly sleepers = new Set<() => void>()
-  has(port: FaultyPort): boolean {
-    return this.ports.has(port)
-  }
-  set(port: FaultyPort, on: boolean): void {
-    if (on) this.ports.add(port)
-    else this.ports.delete(port)
-    for (const wake of [...this.sleepers]) wake()
-  }
-  /** Wait while `port` is stalled. */
-  wait(port: FaultyPort): Effect.Effect<void> {
-    return Effect.async<void>((resume) => {
-      const wake = () => {
-        if (this.ports.has(port)) return
-        this.sleepers.delete(wake)
-        resume(Effect.void)
-      }
-      this.sleepers.add(wake)
-      wake()
-      return Effect.sync(() => this.sleepers.delete(wake))
-    })
-  }
-}
-
-/**
- * Wrap a store so that each port can be switched off, as an outage would (`failing`: it
- * refuses at once), or made to hang, as a stalled database would (`stalled`: it answers
- * only once let go).
- */
-const withFaults = (store: Layer.Layer<StoreServices, unknown>, failing: Set<FaultyPort>, stalled: Stalls = new Stalls()) =>
-  Layer.effectContext(
-    Effect.gen(function* () {
-      const records = yield* Records
-      const uow = yield* UnitOfWork
-      const idempotency = yield* Idempotency
-      const rateLimits = yield* RateLimitStore
-      const guard =
-        (port: FaultyPort) =>
-        <Args extends ReadonlyArray<unknown>, A, E>(f: (...args: Args) => Effect.Effect<A, E>) =>
-        (...args: Args): Effect.Effect<A, E | StoreUnavailable> =>
-          Effect.suspend((): Effect.Effect<A, E | StoreUnavailable> =>
-            stalled.has(port) ? Effect.zipRight(stalled.wait(port), f(...args)) : failing.has(port) ? down : f(...args))
-      const r = guard("records")
-      return Context.make(Records, {
-        get: r(records.get),
-        findUnique: r(records.findUnique),
-        insert: r(records.insert),
-        insertMany: r(records.insertMany),
-        update: r(records.update),
-        remove: r(records.remove),
-        list: r(records.list),
-        count: r(records.count),
-        scan: r(records.scan),
-        purge: r(records.purge),
-        prune: r(records.prune)
-      }).pipe(
-        Context.add(UnitOfWork, {
-          transaction: (effect) =>
-            Effect.suspend(() =>
-              stalled.has("unit_of_work")
-                ? Effect.zipRight(stalled.wait("unit_of_work"), uow.transaction(effect))
-                : failing.has("unit_of_work") ? down : uow.transaction(effect))
-        }),
-        Context.add(Idempotency, {
-          claim: guard("idempotency")(idempotency.claim),
-          complete: guard("idempotency")(idempotency.complete),
-          release: guard("idempotency")(idempotency.release),
-          prune: guard("idempotency")(idempotency.prune)
-        }),
-        Context.add(RateLimitStore, { hit: guard("rate_limits")(rateLimits.hit) })
-      )
-    })
-  ).pipe(Layer.provide(store))
-
-const storageDown = Effect.fail(new StorageUnavailable({ cause: "injected outage" }))
-
-/** The same for the file storage. */
-const storageWithFaults = (storage: Layer.Layer<FileStorage>, failing: Set<FaultyPort>) =>
-  Layer.effect(
-    FileStorage,
-    Effect.map(FileStorage, (inner): FileStorage["Type"] => {
-      const guard = <A, E>(effect: () => Effect.Effect<A, E>): Effect.Effect<A, E | StorageUnavailable> =>
-        Effect.suspend((): Effect.Effect<A, E | StorageUnavailable> => (failing.has("storage") ? storageDown : effect()))
-      return {
-        startUpload: (key) => guard(() => inner.startUpload(key)),
-        putPart: (key, uploadId, number, body, maxBytes) => guard(() => inner.putPart(key, uploadId, number, body, maxBytes)),
-        completeUpload: (key, uploadId, parts) => guard(() => inner.completeUpload(key, uploadId, parts)),
-        abortUpload: (key, uploadId) => guard(() => inner.abortUpload(key, uploadId)),
-        readObject: (key) => inner.readObject(key),
-        deleteObject: (key) => guard(() => inner.deleteObject(key))
-      }
-    })
-  ).pipe(Layer.provide(storage))
+// The operator's clock (`shift`: waits keep their real duration) and the port fault wrappers
+// are the ones the in-process double uses: one place for each.
+export type { FaultyPort } from "@syllabus/testing"
 
 // ---------------------------------------------------------------------------------------
 // The server
@@ -255,7 +128,7 @@ export const startHarness = async (
       : (options.databaseUrl ?? (await Effect.runPromise(Scope.extend(freshPgDatabase, scope))).url)
   const storeLayer: Layer.Layer<StoreServices, unknown> =
     databaseUrl === undefined ? MemoryStore : pgLayer(databaseUrl, { maxConnections: 20, ...options.pg })
-  const clock = new OffsetClock()
+  const clock = new AdjustableClock()
   const failing = new Set<FaultyPort>()
   const stalled = new Stalls()
   // The storage adapter is chosen apart from the record store: memory with memory, local files with PostgreSQL.
@@ -330,7 +203,7 @@ export const startHarness = async (
       await run(setAccountStatus(accountId, status))
     },
     advance: (ms) => {
-      clock.offsetMs += ms
+      clock.shift(ms)
     },
     patchRecord: async (tenant, type, id, fields) => {
       await run(

@@ -13,6 +13,8 @@ export interface Io {
   readonly err: (text: string) => void
   /** Try to open `url` in the user's browser; failing is fine (the URL is printed too). */
   readonly openBrowser: (url: string) => void
+  /** Standard error is a terminal (a person watches it): progress may redraw one line. Default: no. */
+  readonly stderrIsTerminal?: boolean
 }
 
 export type Env = Readonly<Record<string, string | undefined>>
@@ -36,6 +38,7 @@ const browserCommand = (url: string): [string, Array<string>] =>
       : ["xdg-open", [url]]
 
 export const processIo: Io = {
+  stderrIsTerminal: process.stderr.isTTY === true,
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
   openBrowser: (url) => {

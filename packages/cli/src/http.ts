@@ -10,6 +10,7 @@ export interface HttpResult {
   readonly status: number
   /** The parsed JSON body, or `undefined` when the body is empty or not JSON. */
   readonly body: unknown
+  readonly headers: Headers
 }
 
 const parse = (text: string): unknown => {
@@ -24,7 +25,7 @@ export const send = (url: string, init: RequestInit) =>
   Effect.tryPromise({
     try: async (signal): Promise<HttpResult> => {
       const res = await fetch(url, { ...init, signal })
-      return { status: res.status, body: parse(await res.text()) }
+      return { status: res.status, body: parse(await res.text()), headers: res.headers }
     },
     catch: (cause) => new CliError({ code: "network_error", message: `${url}: ${cause instanceof Error ? cause.message : String(cause)}` })
   })
@@ -37,20 +38,33 @@ export const postForm = (url: string, form: Record<string, string>) =>
   })
 
 // ---------------------------------------------------------------------------------------
-// Error bodies: the API's envelope (§7) and OAuth's `{ error, error_description }`
+// Error bodies: the API's envelope (§7), with its details, and OAuth's `{ error, error_description }`
 
-const ApiErrorBody = Schema.Struct({ error: Schema.Struct({ code: Schema.String, message: Schema.String }) })
+const ApiErrorBody = Schema.Struct({
+  error: Schema.Struct({
+    code: Schema.String,
+    message: Schema.String,
+    details: Schema.optional(
+      Schema.Array(
+        Schema.Struct({ field: Schema.optional(Schema.String), parameter: Schema.optional(Schema.String), code: Schema.String, message: Schema.optional(Schema.String) })
+      )
+    )
+  })
+})
 const OAuthErrorBody = Schema.Struct({ error: Schema.String, error_description: Schema.optional(Schema.String) })
 
-export const errorOf = (result: HttpResult): CliError => {
+export const errorOf = (result: Pick<HttpResult, "status" | "body">): CliError => {
   const api = Schema.decodeUnknownOption(ApiErrorBody)(result.body)
-  if (Option.isSome(api)) return new CliError(api.value.error)
+  if (Option.isSome(api)) {
+    // Each itemized problem on a line of its own under the message: `  field: code (message)`.
+    const { code, message, details = [] } = api.value.error
+    const lines = details.map((d) => `\n  ${d.field ?? d.parameter ?? "-"}: ${d.code}${d.message ? ` (${d.message})` : ""}`)
+    return new CliError({ code, message: message + lines.join("") })
+  }
   const oauth = Schema.decodeUnknownOption(OAuthErrorBody)(result.body)
   if (Option.isSome(oauth)) return new CliError({ code: oauth.value.error, message: oauth.value.error_description ?? oauth.value.error })
   return new CliError({ code: "http_error", message: `the server answered ${result.status}` })
 }
-
-const errorCode = (result: HttpResult) => errorOf(result).code
 
 // ---------------------------------------------------------------------------------------
 // Tokens
@@ -99,35 +113,95 @@ export const CLIENT_ID = "service-cli"
 // ---------------------------------------------------------------------------------------
 // The API
 
-const apiUrl = (config: Config, path: string) => `${config.base_url.replace(/\/+$/, "")}/api/v3${path}`
+export const apiUrl = (config: Config, path: string) => `${config.base_url.replace(/\/+$/, "")}/api/v3${path}`
 
-const sendApi = (config: Config, method: string, path: string, tokens: Option.Option<Tokens>) =>
-  send(apiUrl(config, path), {
-    method,
-    headers: Option.match(tokens, {
-      // §5.1: the credential's secret as bearer.
-      onNone: () => ({ accept: "application/json", authorization: `Bearer ${config.api_key}` }),
-      // §5.2: the credential in X-API-Key, the administrator's access token as bearer.
-      onSome: ({ access_token }) => ({ accept: "application/json", "x-api-key": config.api_key, authorization: `Bearer ${access_token}` })
-    })
+/** The headers that authenticate a call: §5.1 without tokens, §5.2 with them. */
+const authHeaders = (config: Config, tokens: Option.Option<Tokens>): Record<string, string> =>
+  Option.match(tokens, {
+    // §5.1: the credential's secret as bearer.
+    onNone: () => ({ authorization: `Bearer ${config.api_key}` }),
+    // §5.2: the credential in X-API-Key, the administrator's access token as bearer.
+    onSome: ({ access_token }) => ({ "x-api-key": config.api_key, authorization: `Bearer ${access_token}` })
   })
 
+/** What the server answered before its body is read (a streamed answer keeps its body open). */
+interface Answered {
+  readonly status: number
+  /** The parsed JSON body of an error answer, to recognize `invalid_access_token`. */
+  readonly errorBody: unknown
+}
+
 /**
- * Call the API, in human mode when signed in (else autonomous), and answer the parsed body
- * of a success; an error answer fails with its `error.code` and message.
+ * Send a request with the configuration's credentials, in human mode when signed in (else
+ * autonomous), refreshing the access token before when its lifetime has passed on our clock,
+ * and once more when the server answers 401 `invalid_access_token`.
  */
-export const api = (method: "GET", path: string) =>
+const authorized = <A extends Answered>(attempt: (config: Config, auth: Record<string, string>) => Effect.Effect<A, CliError>) =>
   Effect.gen(function* () {
     const config = yield* loadConfig
     let tokens = yield* loadTokens
     if (Option.isSome(tokens) && tokens.value.expires_at <= (yield* Clock.currentTimeMillis)) {
       tokens = Option.some(yield* refresh(tokens.value))
     }
-    let result = yield* sendApi(config, method, path, tokens)
-    if (Option.isSome(tokens) && result.status === 401 && errorCode(result) === "invalid_access_token") {
+    let result = yield* attempt(config, authHeaders(config, tokens))
+    if (Option.isSome(tokens) && result.status === 401 && errorOf({ status: 401, body: result.errorBody }).code === "invalid_access_token") {
       tokens = Option.some(yield* refresh(tokens.value))
-      result = yield* sendApi(config, method, path, tokens)
+      result = yield* attempt(config, authHeaders(config, tokens))
     }
-    if (result.status >= 400) return yield* Effect.fail(errorOf(result))
-    return result.body
+    return result
+  })
+
+export interface ApiRequest {
+  readonly method: string
+  /** Under `/api/v3`, with its query string if any. */
+  readonly path: string
+  /** A JSON body. */
+  readonly body?: unknown
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** Call the API and answer whatever it answered (status, headers, parsed body), errors included. */
+export const call = (request: ApiRequest) =>
+  authorized((config, auth) =>
+    send(apiUrl(config, request.path), {
+      method: request.method,
+      headers: {
+        accept: "application/json",
+        ...(request.body !== undefined ? { "content-type": "application/json" } : {}),
+        ...request.headers,
+        ...auth
+      },
+      ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {})
+    }).pipe(Effect.map((result) => ({ ...result, errorBody: result.body })))
+  )
+
+/** Call the API and answer the parsed body of a success; an error answer fails with its `error.code` and message. */
+export const api = (method: string, path: string, options: Omit<ApiRequest, "method" | "path"> = {}) =>
+  Effect.flatMap(call({ method, path, ...options }), (result) => (result.status >= 400 ? Effect.fail(errorOf(result)) : Effect.succeed(result.body)))
+
+/**
+ * Open a streamed answer (`Accept: text/event-stream`) in the current scope: closing the
+ * scope closes the connection. An error answer fails with its code and message.
+ */
+export const openStream = (path: string, headers: Readonly<Record<string, string>> = {}) =>
+  Effect.gen(function* () {
+    const controller = yield* Effect.acquireRelease(
+      Effect.sync(() => new AbortController()),
+      (c) => Effect.sync(() => c.abort())
+    )
+    const opened = yield* authorized((config, auth) =>
+      Effect.tryPromise({
+        try: async () => {
+          const res = await fetch(apiUrl(config, path), {
+            headers: { accept: "text/event-stream", ...headers, ...auth },
+            signal: controller.signal
+          })
+          const errorBody = res.status >= 400 ? parse(await res.text()) : undefined
+          return { status: res.status, errorBody, response: res }
+        },
+        catch: (cause) => new CliError({ code: "network_error", message: `${path}: ${cause instanceof Error ? cause.message : String(cause)}` })
+      })
+    )
+    if (opened.status >= 400) return yield* Effect.fail(errorOf({ status: opened.status, body: opened.errorBody }))
+    return opened.response
   })

@@ -110,6 +110,22 @@ const loopback = (expected: { readonly state: string; readonly issuer: string })
 // ---------------------------------------------------------------------------------------
 // The commands
 
+/**
+ * Sign-in refuses an administrator without a second factor (`error_reason=mfa_required` on
+ * the redirect back): say how to turn one on, which only the API can do.
+ */
+const MFA_HINT = [
+  "Turn on two-factor authentication for the administrator first, with an API key that may update administrators:",
+  "  1. syllabus get /administrators                      (find the administrator's ID, adm_…)",
+  "  2. syllabus post /administrators/adm_…/two-factor-enrollments",
+  "     and add the `secret` it shows once (or its `otpauth_uri`, as a QR code) to an authenticator app;",
+  "  3. syllabus post /administrators/adm_…/two-factor-enrollments/confirmations -d code=<6 digits from the app>",
+  "Then run `syllabus login` again."
+].join("\n")
+
+const withHint = (error: CliError) =>
+  error.code === "mfa_required" ? new CliError({ code: error.code, message: `${error.message}\n${MFA_HINT}` }) : error
+
 export interface LoginOptions {
   readonly platform: Option.Option<string>
   readonly openBrowser: boolean
@@ -138,6 +154,7 @@ export const login = (options: LoginOptions) =>
       yield* err(`Open this address in your browser to sign in:\n\n  ${authorize.toString()}\n\nWaiting for the sign-in to finish…\n`)
       if (options.openBrowser) io.openBrowser(authorize.toString())
       const code = yield* listener.code.pipe(
+        Effect.mapError(withHint),
         Effect.timeoutFail({
           duration: "10 minutes",
           onTimeout: () => new CliError({ code: "login_timeout", message: "no sign-in within 10 minutes" })

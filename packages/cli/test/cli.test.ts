@@ -8,7 +8,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Harness, startHarness } from "../../../test/support/harness.js"
-import { enrollTotp, signIn, user } from "./support.js"
+import { FormBrowser } from "../../../test/support/browser.js"
+import { enrollTotp, PASSWORD, signIn, user } from "./support.js"
 
 let h: Harness
 let totp = ""
@@ -157,7 +158,7 @@ describe("autonomous mode (§5.1)", () => {
     const waited = await u.cli("operations", "get", String(started.body.data.id), "--wait", "--json")
     expect(waited.code, waited.stderr).toBe(0)
     expect(JSON.parse(waited.stdout)).toMatchObject({ id: started.body.data.id, status: "succeeded", progress: { done: 1, total: 1 } })
-    expect(waited.stderr).toContain("] 1/1 succeeded")
+    expect(waited.stderr).toContain("progress 1/1 succeeded\n")
     const shown = await u.cli("operations", "get", String(started.body.data.id))
     expect(shown.stdout).toMatch(/^status\s+succeeded$/m)
     expect(shown.stdout).toMatch(/^progress\s+1\/1 \(failed 0\)$/m)
@@ -210,6 +211,45 @@ describe("login and human mode (§5.2)", () => {
     expect(res.code, res.stderr).toBe(0)
     const [latest] = (await requestLog()).filter((r) => r.path.startsWith("/api/v3/credentials"))
     expect(latest).toMatchObject({ credential_id: liveCredentialId(), administrator_id: h.account.administrator.id })
+  })
+
+  it("an administrator without a second factor: login fails with mfa_required and says how to enroll one; nothing is stored", async () => {
+    const email = `no-factor-${Date.now()}@example.com`
+    const admin = await h.request("POST", "/api/v3/administrators", { secret: h.live, json: { email, name: "No factor", password: PASSWORD } })
+    expect(admin.status, admin.text).toBe(201)
+    const u = await configured()
+    const { running, authorizeUrl } = await startLogin(u)
+    // The browser side: the sign-in page with the right password, then the redirect back.
+    const browser = new FormBrowser(h.baseUrl)
+    let page = await browser.go("GET", authorizeUrl)
+    if (page.html.includes('action="/oauth/authorize/confirm"')) {
+      const params = Object.fromEntries(new URL(authorizeUrl).searchParams)
+      const platform = /name="platform" value="([^"]*)"/.exec(page.html)![1]!
+      page = await browser.go("GET", (await browser.go("POST", "/oauth/authorize/confirm", { ...params, platform })).location!)
+    }
+    const flow = /name="flow" value="([^"]*)"/.exec(page.html)![1]!
+    const refused = await browser.go("POST", "/oauth/sign-in", { flow, email, password: PASSWORD })
+    const back = new URL(refused.location!)
+    expect(back.searchParams.get("error_reason")).toBe("mfa_required")
+    expect((await fetch(back)).status).toBe(400)
+    expect(await running.exit).not.toBe(0)
+    expect(running.stderr()).toMatch(/^mfa_required: Two-factor authentication must be turned on/m)
+    expect(running.stderr()).toContain("syllabus post /administrators/adm_…/two-factor-enrollments\n")
+    expect(running.stderr()).toContain("syllabus post /administrators/adm_…/two-factor-enrollments/confirmations -d code=")
+    expect(existsSync(join(u.dir, "tokens.json"))).toBe(false)
+  })
+
+  it("whoami, signed in: human mode, the administrator (with the email) and the account", async () => {
+    const u = await signedIn()
+    const res = await u.cli("whoami", "--json")
+    expect(res.code, res.stderr).toBe(0)
+    expect(JSON.parse(res.stdout)).toEqual({
+      mode: "human",
+      credential: { id: liveCredentialId(), name: expect.any(String), auth_mode: expect.any(String), status: "active" },
+      environment: "production",
+      account_id: h.account.account.id,
+      administrator: { id: h.account.administrator.id, email: String(h.account.administrator.data.email), name: expect.any(String) }
+    })
   })
 
   it("a callback whose state differs from the one sent is refused; nothing is stored", async () => {

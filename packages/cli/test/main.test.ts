@@ -2,7 +2,7 @@
  * The installed command (`bin` → src/main.ts) as a real process: output streams and exit
  * codes as a shell sees them.
  */
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -38,4 +38,32 @@ it("`node --import tsx packages/cli/src/main.ts`: results on stdout with exit 0,
   expect(missing.code).toBe(1)
   expect(missing.stdout).toBe("")
   expect(missing.stderr).toMatch(/^[a-z_]+: .+\n$/)
+}, 30_000)
+
+it("a pipe is no terminal: `operations get --wait` shows plain progress lines, no bar", async () => {
+  const env = { SYLLABUS_CONFIG_DIR: join(mkdtempSync(join(tmpdir(), "syllabus-main-")), "config") }
+  expect((await user({ env }).cli("configure", "--base-url", h.baseUrl, "--api-key", h.live)).code).toBe(0)
+  const showcase = await h.request("POST", "/api/v3/showcases", { secret: h.live, json: { name: "Piped" } })
+  const product = await h.request("POST", "/api/v3/products", { secret: h.live, json: { format: "course", name: "Piped", showcase_id: showcase.body.data.id } })
+  const started = await h.request("POST", `/api/v3/products/${product.body.data.id}/publications`, { secret: h.live })
+  const waited = await syllabus(env, "operations", "get", String(started.body.data.id), "--wait")
+  expect(waited.code, waited.stderr).toBe(0)
+  expect(waited.stderr).toMatch(/^progress 1\/1 succeeded$/m)
+  expect(waited.stderr).not.toContain("\r")
+}, 30_000)
+
+it("Ctrl-C (SIGINT) ends `events tail` with exit 130, after deleting the stream it made", async () => {
+  const env = { SYLLABUS_CONFIG_DIR: join(mkdtempSync(join(tmpdir(), "syllabus-main-")), "config") }
+  expect((await user({ env }).cli("configure", "--base-url", h.baseUrl, "--api-key", h.test)).code).toBe(0)
+  const child = spawn(process.execPath, ["--import", "tsx", main, "events", "tail"], { cwd: root, env: { ...process.env, ...env } })
+  let stderr = ""
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  for (let i = 0; i < 400 && !stderr.includes("Waiting for events"); i++) await new Promise((r) => setTimeout(r, 25))
+  expect(stderr).toContain("Waiting for events")
+  const streams = async () => (await h.request("GET", "/api/v3/event-streams", { secret: h.test })).body.data as Array<unknown>
+  expect(await streams()).toHaveLength(1)
+  child.kill("SIGINT")
+  expect(await exited).toBe(130)
+  expect(await streams()).toEqual([])
 }, 30_000)

@@ -4,7 +4,7 @@
  */
 import { FormBrowser } from "../../../test/support/browser.js"
 import { acceptedTotpCodes } from "@syllabus/core"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Exit, Fiber } from "effect"
 import { createHmac } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -22,12 +22,18 @@ export interface CliRun {
   readonly stderr: () => string
   /** Wait until stderr matches `pattern`; answer the match. */
   readonly waitForStderr: (pattern: RegExp) => Promise<RegExpExecArray>
+  /** Wait until stdout matches `pattern`; answer the match. */
+  readonly waitForStdout: (pattern: RegExp) => Promise<RegExpExecArray>
+  /** Interrupt the command, as Ctrl-C does; resolves with its exit code once it has cleaned up. */
+  readonly stop: () => Promise<number>
 }
 
 export interface UserOptions {
   readonly env?: Env
   /** Where `login` without `--no-browser` sends the authorize URL. */
   readonly openBrowser?: (url: string) => void
+  /** Whether stderr is a terminal (default: no, as in CI). */
+  readonly stderrIsTerminal?: boolean
 }
 
 /** The CLI's own clock, `offsetMs` ahead of the real one (the machine's time moved on). */
@@ -50,10 +56,11 @@ export const user = (options: UserOptions = {}) => {
   const start = (...argv: ReadonlyArray<string>): CliRun => {
     let stdout = ""
     let stderr = ""
-    const exit = Effect.runPromise(
+    const fiber = Effect.runFork(
       run(argv, env, {
         out: (text) => void (stdout += text),
         err: (text) => void (stderr += text),
+        stderrIsTerminal: options.stderrIsTerminal ?? false,
         openBrowser:
           options.openBrowser ??
           (() => {
@@ -61,15 +68,30 @@ export const user = (options: UserOptions = {}) => {
           })
       }).pipe(Effect.withClock(clockAhead(clockOffsetMs)))
     )
-    const waitForStderr = async (pattern: RegExp) => {
-      for (let i = 0; i < 200; i++) {
-        const match = pattern.exec(stderr)
+    // Interrupted from outside (`stop`), the program answers no code: 130, as a shell shows Ctrl-C.
+    const exit = Effect.runPromise(Fiber.await(fiber)).then((result) =>
+      Exit.isSuccess(result) ? result.value : Exit.isInterrupted(result) ? 130 : Promise.reject(new Error(String(result.cause)))
+    )
+    const waitFor = (name: string, read: () => string) => async (pattern: RegExp) => {
+      for (let i = 0; i < 400; i++) {
+        const match = pattern.exec(read())
         if (match) return match
         await new Promise((resolve) => setTimeout(resolve, 25))
       }
-      throw new Error(`stderr never matched ${pattern}: ${stderr}`)
+      throw new Error(`${name} never matched ${pattern}: ${read()}\nstderr: ${stderr}`)
     }
-    return { exit, stdout: () => stdout, stderr: () => stderr, waitForStderr }
+    const stop = async () => {
+      await Effect.runPromise(Fiber.interrupt(fiber))
+      return exit
+    }
+    return {
+      exit,
+      stdout: () => stdout,
+      stderr: () => stderr,
+      waitForStderr: waitFor("stderr", () => stderr),
+      waitForStdout: waitFor("stdout", () => stdout),
+      stop
+    }
   }
   /** Run a command to its end. */
   const cli = async (...argv: ReadonlyArray<string>) => {

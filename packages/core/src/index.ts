@@ -48,7 +48,6 @@ export {
 export * from "./content/content.js"
 export * from "./content/lesson-terms.js"
 export * from "./people/people.js"
-export { tagGroups } from "./people/tag-groups.js"
 export * from "./people/totp.js"
 export * from "./site/site.js"
 export * from "./registry/resources.js"

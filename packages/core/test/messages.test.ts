@@ -6,6 +6,7 @@ import {
   messages,
   negotiateLanguage,
   placeholdersOf,
+  reasonMessages,
   renderMessage,
   type MessageCatalog
 } from "@syllabus/core"
@@ -171,5 +172,24 @@ describe("renderMessage", () => {
 
   it("keeps text untouched when every placeholder has a value", () => {
     expect(formatMessage("A  {x}  B", { x: "y" })).toBe("A  y  B")
+  })
+})
+
+describe("reason messages", () => {
+  it("name the same reasons in every language, each translated, each a known code's", () => {
+    const keys = Object.keys(reasonMessages["en-US"]).sort()
+    expect(keys.length).toBeGreaterThan(0)
+    for (const language of languages) {
+      expect(Object.keys(reasonMessages[language]).sort(), language).toEqual(keys)
+      if (language !== "en-US") {
+        for (const key of keys) expect(reasonMessages[language][key], `${language} ${key}`).not.toBe(reasonMessages["en-US"][key])
+      }
+    }
+    for (const key of keys) expect(allCodes).toContain(key.split(".")[0])
+  })
+
+  it("win over the code's own message when the reason has one, and only then", () => {
+    expect(renderMessage("en-US", "validation_failed", {}, "not_found")).toMatch(/no record with this ID exists/i)
+    expect(renderMessage("en-US", "validation_failed", {}, "other")).toBe(messages["en-US"].validation_failed)
   })
 })

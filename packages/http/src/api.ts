@@ -5,8 +5,10 @@ import type { Operation } from "./operation.js"
 import { makeApp, type OutsideApp } from "./pipeline.js"
 import { oauthApp } from "./oauth/app.js"
 import { credentialOperations } from "./routes/credentials.js"
-import { openApiOperation } from "./openapi.js"
+import { makeDescription, openApiOperation } from "./openapi.js"
+import { docsApp } from "./docs-page.js"
 import { platformOperations } from "./routes/platform.js"
+import { sandboxEventOperations } from "./routes/sandbox-events.js"
 import { uploadOperations } from "./routes/uploads.js"
 import { operationOperations } from "./routes/operations.js"
 import { eventOperations } from "./routes/events.js"
@@ -35,14 +37,25 @@ const served: ReadonlyArray<Operation> = [
   ...operationOperations,
   ...eventOperations,
   ...eventStreamOperations,
-  ...platformOperations
+  ...platformOperations,
+  ...sandboxEventOperations
 ]
 
-/** Every operation of the release, the description itself included. */
-export const operations: ReadonlyArray<Operation> = [...served, openApiOperation(() => operations)]
+/** The description of every operation, served at `/api/v3/openapi.json` and `/docs/openapi.json`. */
+const description = makeDescription(() => operations)
 
-/** The paths outside `/api/v3`: the operators' probes (`/livez`, `/readyz`), then the OAuth server. */
+/** Every operation of the release, the description itself included. */
+export const operations: ReadonlyArray<Operation> = [...served, openApiOperation(description)]
+
+/** The public reference at `/docs` (no credential), with the description the server serves. */
+const docs = docsApp((settings) => description(settings.deprecations))
+
+/** The paths outside `/api/v3`: the operators' probes (`/livez`, `/readyz`), the public reference (`/docs`), then the OAuth server. */
 const outside: OutsideApp = (request) =>
-  Effect.flatMap(healthApp(request), (answered) => (answered === undefined ? oauthApp(request) : Effect.succeed(answered)))
+  Effect.flatMap(healthApp(request), (answered) =>
+    answered !== undefined
+      ? Effect.succeed(answered)
+      : Effect.flatMap(docs(request), (documented) => (documented !== undefined ? Effect.succeed(documented) : oauthApp(request)))
+  )
 
 export const app = makeApp(operations, outside)

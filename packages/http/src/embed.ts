@@ -41,16 +41,21 @@ const embedding = <E>(options: SyllabusOptions<E>) => {
   }
 }
 
+/** The app as a web-standard handler on `runtime` (its store, clock and ports), e.g. a runtime of your own layer. */
+export const webHandlerOf = async <E>(
+  runtime: ManagedRuntime.ManagedRuntime<AppServices, E>
+): Promise<(request: Request) => Promise<Response>> => {
+  const withSettings = await runtime.runPromise(honouringTraceRequests(Effect.runtime<AppServices>()))
+  const handler = HttpApp.toWebHandlerRuntime(withSettings)(app)
+  return (request) => handler(request)
+}
+
 /** `handler(request) => Promise<Response>` for any host that speaks web-standard fetch. */
 export const makeFetchHandler = async <E>(
   options: SyllabusOptions<E>
 ): Promise<Embedding & { readonly handler: (request: Request) => Promise<Response> }> => {
   const { runtime, ...rest } = embedding(options)
-  const withSettings = await runtime.runPromise(
-    honouringTraceRequests(Effect.runtime<ManagedRuntime.ManagedRuntime.Context<typeof runtime>>())
-  )
-  const handler = HttpApp.toWebHandlerRuntime(withSettings)(app)
-  return { ...rest, handler: (request) => handler(request) }
+  return { ...rest, handler: await webHandlerOf(runtime) }
 }
 
 /**

@@ -29,6 +29,7 @@ import { type CryptoKeys, makeNodeCrypto } from "./node-crypto.js"
 import { type AppServices, ServerSettings, type ServerSettingsShape, type StoreServices } from "./services.js"
 import { randomBytes } from "node:crypto"
 import { NodeWebhookSender } from "./webhook-sender.js"
+import { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
 import { OAuthConfig } from "./oauth/app.js"
 import { joseAccessTokens } from "./oauth/grants.js"
 
@@ -62,6 +63,12 @@ export interface SyllabusOptions<E = never> {
   readonly background?: BackgroundOptions
   /** Sends webhook deliveries (default: `NodeWebhookSender`, with `allowLocalWebhooks`). */
   readonly webhookSender?: Layer.Layer<WebhookSender>
+  /**
+   * Deliver webhooks to this function instead of the network (when no `webhookSender` is
+   * given): each attempt is the signed `Request` a destination would get, and the `Response`
+   * decides it (2xx succeeded, anything else is retried on the schedule). See `webhook-callback.ts`.
+   */
+  readonly onWebhook?: WebhookCallback
   /** Let production webhooks reach http and private or loopback addresses (local development only). */
   readonly allowLocalWebhooks?: boolean
 }
@@ -112,7 +119,8 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     ServerSettings.layer(options.settings),
     ReleaseCapabilityCatalog,
     ChangeSignals.live,
-    options.webhookSender ?? NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true })
+    options.webhookSender ??
+      (options.onWebhook ? CallbackWebhookSender(options.onWebhook) : NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true }))
   )
   const workers =
     options.workers === false

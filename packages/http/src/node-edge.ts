@@ -19,7 +19,7 @@ import { apiError, formatId, negotiateLanguage, nextIdNumber } from "@syllabus/c
 import { randomInt } from "node:crypto"
 import { type IncomingMessage, type Server, type ServerOptions, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
-import { errorBody } from "./envelope.js"
+import { errorBody, languageHeaders } from "./envelope.js"
 import { RELEASE } from "./services.js"
 
 export interface EdgeLimits {
@@ -85,10 +85,12 @@ const edgeRequestId = (): string => {
 
 const envelope = (status: number, reason: string, acceptLanguage: string | undefined) => {
   const requestId = edgeRequestId()
-  const body = JSON.stringify(errorBody(apiError("http_error", { reason }), requestId, negotiateLanguage(acceptLanguage)))
+  const language = negotiateLanguage(acceptLanguage)
+  const body = JSON.stringify(errorBody(apiError("http_error", { reason }), requestId, language))
   return {
     body,
     headers: {
+      ...languageHeaders(language),
       "content-type": "application/json",
       "content-length": String(Buffer.byteLength(body)),
       "x-request-id": requestId,

@@ -1,22 +1,27 @@
 /**
  * `GET /openapi.json`: the OpenAPI 3.1 description of the release, derived from the
  * operation list. One function per concern: the JSON Schemas of the Effect schemas, the
- * parameters, the request body, the success response, the error responses, and the
- * document that assembles them (with the deprecations the server is configured with, §9).
+ * parameters, the request body, the success response, the error responses, the components
+ * they share, and the document that assembles them (with the deprecations the server is
+ * configured with, §9). Beside it: the rules every schema follows (openapi-schema-rules.ts),
+ * the tags (openapi-tags.ts), the examples (openapi-examples.ts). See docs/openapi.md.
  */
 import {
+  detailOnlyCodes,
   type ErrorCode,
   errorCodes,
   errorStatus,
   formatTimestamp,
   type IdKind,
-  idPrefixes,
   type Json,
   type JsonObject,
   languages,
   MAX_PAGE_LIMIT
 } from "@syllabus/core"
 import { Effect, Either, JSONSchema, Schema } from "effect"
+import { errorExample, sampleOf } from "./openapi-examples.js"
+import { applySchemaRules, idPattern, parameterExtensible } from "./openapi-schema-rules.js"
+import { tagsOf, resourceTagOf } from "./openapi-tags.js"
 import { type AnySchema, defineOperation, type Operation } from "./operation.js"
 import { ErrorSchema, PageSchema, RateLimitErrorSchema } from "./schemas.js"
 import { type Deprecation, RELEASE, ServerSettings } from "./services.js"
@@ -28,7 +33,14 @@ export type OpenApiDocument = JsonMap
 const isObject = (value: Json | undefined): value is JsonObject =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-const ref = (kind: "schemas" | "parameters" | "headers", name: string): JsonMap => ({ $ref: `#/components/${kind}/${name}` })
+const ref = (kind: "schemas" | "parameters" | "headers" | "responses" | "examples", name: string): JsonMap => ({
+  $ref: `#/components/${kind}/${name}`
+})
+
+const schemaRefName = (schema: Json): string | undefined =>
+  isObject(schema) && typeof schema.$ref === "string" && schema.$ref.startsWith("#/components/schemas/")
+    ? schema.$ref.slice("#/components/schemas/".length)
+    : undefined
 
 const backticked = (values: ReadonlyArray<string>) => values.map((v) => `\`${v}\``).join(", ")
 
@@ -56,68 +68,59 @@ const toJson = (value: unknown): Json => {
   throw new Error(`Not representable in JSON Schema: ${String(value)}`)
 }
 
-/** Enums whose set of values is closed within v3 (§9): adding a value is a breaking change. */
-const closedEnums: Readonly<Record<string, ReadonlyArray<string>>> = {
-  Credential: ["status", "auth_mode", "environment"],
-  CreateCredentialBody: ["auth_mode"],
-  UpdateCredentialBody: ["status", "auth_mode"],
-  Request: ["environment"],
-  AuditEntry: ["environment"],
-  AccountUsage: ["environment"]
-}
-
-const markClosedEnums = (name: string, schema: Json): Json => {
-  const fields = closedEnums[name]
-  if (fields === undefined || !isObject(schema) || !isObject(schema.properties)) return schema
-  const properties: JsonMap = { ...schema.properties }
-  for (const field of fields) {
-    const property = properties[field]
-    if (isObject(property) && Array.isArray(property.enum)) properties[field] = { ...property, "x-extensible": false }
-  }
-  return { ...schema, properties }
-}
-
-type Strategy = "strict" | "allow"
-
 /**
  * JSON Schema 2020-12 of Effect schemas. A schema with an `identifier` becomes a component,
- * referenced as `#/components/schemas/<identifier>`. Request schemas are closed
- * (`additionalProperties: false`: an unknown body field is 422 `unknown_field`, §2.1);
- * response schemas are open, since a new response field is a compatible change (§9).
+ * referenced as `#/components/schemas/<identifier>`. Every object is closed
+ * (`additionalProperties: false`): a request body field not in the schema is 422
+ * `unknown_field`, and a response includes every field of its schema and no other (§2.1).
+ * A new response field in a later 3.x release is still a compatible change (§9): clients
+ * ignore the fields they do not know (docs/openapi.md). Maps (`Record`) stay open.
  */
 const makeSchemaRegistry = () => {
-  const definitions: Record<Strategy, Record<string, JSONSchema.JsonSchema7>> = { strict: {}, allow: {} }
-  const convert = (schema: AnySchema, strategy: Strategy, topLevel: "keep" | "skip" = "keep"): Json =>
+  const definitions: Record<string, JSONSchema.JsonSchema7> = {}
+  const convert = (schema: AnySchema, topLevel: "keep" | "skip" = "keep"): Json =>
     toJson(
       JSONSchema.fromAST(schema.ast, {
-        definitions: definitions[strategy],
+        definitions,
         definitionPath: "#/components/schemas/",
         target: "openApi3.1",
-        additionalPropertiesStrategy: strategy,
+        additionalPropertiesStrategy: "strict",
         topLevelReferenceStrategy: topLevel
       })
     )
   return {
-    request: (schema: AnySchema) => convert(schema, "strict"),
+    /** A body or a response's data: a `$ref` when the schema is named, else the schema inline. */
+    schema: (schema: AnySchema, owner: string) => applySchemaRules(inlinePrimitives(convert(schema), definitions), owner),
     /** A query Struct, inlined, so that each property becomes one parameter. */
-    query: (schema: AnySchema) => convert(schema, "strict", "skip"),
-    response: (schema: AnySchema) => convert(schema, "allow"),
-    /** Every named schema met so far; a name used for two different shapes is a bug. */
-    components: (): JsonMap => {
-      const out: JsonMap = {}
-      for (const strategy of ["strict", "allow"] as const) {
-        for (const [name, definition] of Object.entries(definitions[strategy])) {
-          const schema = markClosedEnums(name, toJson(definition))
-          const known = out[name]
-          if (known !== undefined && JSON.stringify(known) !== JSON.stringify(schema)) {
-            throw new Error(`Two schemas are named ${name}`)
-          }
-          out[name] = schema
-        }
-      }
-      return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)))
-    }
+    query: (schema: AnySchema) => inlinePrimitives(convert(schema, "skip"), definitions),
+    /** Every named schema met so far, with the description's rules applied. */
+    components: (): JsonMap =>
+      Object.fromEntries(
+        Object.entries(definitions)
+          .filter(([name]) => !isPrimitive(definitions[name]))
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([name, definition]) => [name, applySchemaRules(inlinePrimitives(toJson(definition), definitions), name)])
+      )
   }
+}
+
+/**
+ * A named schema that is only a refined primitive (Effect's `Int`, "an integer") is no shape
+ * of the API: it is written in place, without Effect's description, rather than referred to.
+ */
+const isPrimitive = (definition: JSONSchema.JsonSchema7 | undefined): boolean =>
+  definition !== undefined && "type" in definition && ["integer", "number", "string", "boolean"].includes(String(definition.type)) && !("enum" in definition)
+
+const inlinePrimitives = (schema: Json, definitions: Record<string, JSONSchema.JsonSchema7>): Json => {
+  if (Array.isArray(schema)) return schema.map((item) => inlinePrimitives(item, definitions))
+  if (!isObject(schema)) return schema
+  const name = typeof schema.$ref === "string" ? schema.$ref.slice("#/components/schemas/".length) : undefined
+  if (name !== undefined && isPrimitive(definitions[name])) {
+    const { description: _generated, ...primitive } = toJson(definitions[name]) as JsonObject
+    const { $ref: _ref, ...rest } = schema
+    return { ...primitive, ...rest }
+  }
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, inlinePrimitives(value, definitions)]))
 }
 
 type SchemaRegistry = ReturnType<typeof makeSchemaRegistry>
@@ -176,34 +179,45 @@ const sharedParameters: JsonMap = {
 const pathParameters = (operation: Operation): Array<Json> =>
   [...operation.path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map(([, name = ""]) => {
     const kind: IdKind | undefined = operation.params?.[name]
+    const schema: JsonMap =
+      kind === undefined
+        ? name.endsWith("_number")
+          ? { type: "integer", minimum: 1 }
+          : { type: "string" }
+        : { type: "string", pattern: idPattern(kind) }
     return {
       name,
       in: "path",
       required: true,
-      ...(kind === undefined
-        ? { schema: name.endsWith("_number") ? { type: "integer", minimum: 1 } : { type: "string" } }
-        : {
-            description: `Public ID of the ${kind.replaceAll("_", " ")}. Malformed, of another kind or out of range: 404 \`not_found\`.`,
-            schema: { type: "string", pattern: `^${idPrefixes[kind]}_[0-9A-Za-z]{9}$` }
-          })
+      ...(kind !== undefined
+        ? { description: `Public ID of the ${kind.replaceAll("_", " ")}. Malformed, of another kind or out of range: 404 \`not_found\`.` }
+        : {}),
+      schema,
+      example: sampleOf(schema, () => null, name)
     }
   })
 
 const queryDescriptions: Readonly<Record<string, string>> = {
   limit: `Page size, 1 to ${MAX_PAGE_LIMIT}. Another value: 422 \`validation_failed\`.`,
   cursor: "`page.next_cursor` or `page.prev_cursor` of the previous page; valid 24 hours, bound to the sort and filters (else 400 `invalid_cursor`).",
-  sort: "Order of the collection; a leading `-` reverses. Only the values listed (else 422 `validation_failed`).",
+  sort: "Order of the collection; a leading `-` reverses. Only the values listed (else 422 `validation_failed`, naming them).",
+  q: "Text searched for in the collection's searchable fields, at most 200 characters.",
   created_after: "Only entries created at or after this instant.",
   created_before: "Only entries created before this instant."
 }
 
-/** One parameter per property of the operation's query Struct. */
-const queryParameters = (operation: Operation, schemas: SchemaRegistry): Array<Json> => {
+/** One parameter per property of the operation's query Struct, its enums classified as the fields they filter. */
+const queryParameters = (operation: Operation, schemas: SchemaRegistry, components: JsonObject): Array<Json> => {
   if (operation.query === undefined) return []
   const struct = schemas.query(operation.query)
   if (!isObject(struct) || !isObject(struct.properties)) throw new Error(`The query of ${operation.id} is not a Struct`)
   const required = new Set(Array.isArray(struct.required) ? struct.required : [])
-  return Object.entries(struct.properties).map(([name, schema]) => {
+  return Object.entries(struct.properties).map(([name, raw]) => {
+    const ruled = applySchemaRules(raw, operation.id, name)
+    const schema =
+      isObject(ruled) && Array.isArray(ruled.enum)
+        ? { ...ruled, "x-extensible": parameterExtensible(components, name, ruled.enum) ?? ruled["x-extensible"] ?? true }
+        : ruled
     const description = (isObject(schema) && typeof schema.description === "string" ? schema.description : undefined) ?? queryDescriptions[name]
     return {
       name,
@@ -224,22 +238,69 @@ const headerParameters = (operation: Operation): Array<Json> => [
 ]
 
 // ---------------------------------------------------------------------------------------
+// Examples
+
+/**
+ * The examples shared by several operations, in `components/examples`: one per named schema
+ * (`<Schema>` as `{ data }`, `<Schema>Page` as a page, `request.<Schema>` as a request body),
+ * one per error code (`error.<code>`). A schema without a name has its example in place.
+ */
+const makeExamples = (components: () => JsonObject) => {
+  const examples: JsonMap = {}
+  const resolve = (pointer: string): Json => {
+    const name = pointer.slice("#/components/schemas/".length)
+    return components()[name] ?? null
+  }
+  const sample = (schema: Json) => sampleOf(schema, resolve)
+  /** `CreateProductBody` → "create product body". */
+  const words = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase()
+  /** A `$ref` to the shared example of a value, made on first use. */
+  const shared = (name: string, summary: string, value: () => Json): JsonMap => {
+    if (examples[name] === undefined) examples[name] = { summary, value: value() }
+    return ref("examples", name)
+  }
+  const page = (item: Json): JsonMap => ({
+    data: [item],
+    page: { limit: 50, next_cursor: "eyJhZnRlciI6InByZF8wUmIza1g5c1QifQ", prev_cursor: null }
+  })
+  return {
+    /** The example of a success body: `{ data }` or a page of `data`. */
+    success: (data: Json, collection: boolean): JsonMap => {
+      const name = schemaRefName(data)
+      if (name === undefined) return { value: collection ? page(sample(data)) : { data: sample(data) } }
+      return collection
+        ? shared(`${name}Page`, `A page of ${words(name)} resources`, () => page(sample(data)))
+        : shared(name, `A ${words(name)}`, () => ({ data: sample(data) }))
+    },
+    body: (schema: Json): JsonMap => {
+      const name = schemaRefName(schema)
+      return name === undefined ? { value: sample(schema) } : shared(`request.${name}`, `A ${words(name)}`, () => sample(schema))
+    },
+    error: (code: ErrorCode): JsonMap => shared(`error.${code}`, code, () => errorExample(code).value),
+    all: () => Object.fromEntries(Object.entries(examples).sort(([a], [b]) => a.localeCompare(b)))
+  }
+}
+
+type Examples = ReturnType<typeof makeExamples>
+
+// ---------------------------------------------------------------------------------------
 // Request body
 
 /** A body is required when the operation rejects an absent one (the pipeline decodes it as `{}`). */
-const requestBody = (operation: Operation, schemas: SchemaRegistry): JsonMap | undefined => {
+const requestBody = (operation: Operation, schemas: SchemaRegistry, examples: Examples): JsonMap | undefined => {
   if (operation.rawBody !== undefined) {
     return {
       required: true,
       description: "Raw bytes, not JSON; the JSON rules of §1 (1 MiB, UTF-8) do not apply to them.",
-      content: { [operation.rawBody]: { schema: { type: "string", contentMediaType: operation.rawBody } } }
+      content: { [operation.rawBody]: { schema: { type: "string", contentMediaType: operation.rawBody }, example: "(the part's bytes)" } }
     }
   }
   if (operation.body === undefined) return undefined
   const acceptsEmpty = Either.isRight(Schema.decodeUnknownEither(operation.body)({}))
+  const schema = schemas.schema(operation.body, `${operation.id}.body`)
   return {
     required: !acceptsEmpty,
-    content: { "application/json": { schema: schemas.request(operation.body) } }
+    content: { "application/json": { schema, examples: { request: examples.body(schema) } } }
   }
 }
 
@@ -258,11 +319,15 @@ const sharedHeaders: JsonMap = {
   "Retry-After": integerHeader("Seconds to wait before retrying."),
   ETag: { description: "`W/\"<type>:<id>:<revision>\"`, for `If-Match`; opaque.", schema: { type: "string" } },
   Location: { description: "Path of the created resource.", schema: { type: "string" } },
-  "Idempotent-Replayed": { description: "`true` when this is the recorded result of an earlier call with the same `Idempotency-Key`.", schema: { type: "string", enum: ["true"] } },
+  "Idempotent-Replayed": { description: "`true` when this is the recorded result of an earlier call with the same `Idempotency-Key`.", schema: { type: "string", enum: ["true"], "x-extensible": false } },
   Deprecation: { description: "`@<unix seconds>` of the deprecation announcement (§9).", schema: { type: "string" } },
   Sunset: { description: "HTTP date after which the operation answers 410 `operation_sunset`.", schema: { type: "string" } },
   Link: { description: "`<{docs_url}/deprecations>; rel=\"deprecation\"`.", schema: { type: "string" } },
-  Allow: { description: "The methods the path supports.", schema: { type: "string" } }
+  Allow: { description: "The methods the path supports.", schema: { type: "string" } },
+  "Content-Language": {
+    description: "The language of the messages of the error, negotiated from `Accept-Language`.",
+    schema: { type: "string", enum: [...languages], "x-extensible": true }
+  }
 }
 
 const headerRefs = (names: ReadonlyArray<string>): JsonMap =>
@@ -273,9 +338,10 @@ const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-R
 const deprecationHeaders = ["Deprecation", "Sunset", "Link"]
 
 // ---------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------
 // Success response
 
-const successResponse = (operation: Operation, deprecated: boolean, schemas: SchemaRegistry): JsonMap => {
+const successResponse = (operation: Operation, deprecated: boolean, schemas: SchemaRegistry, examples: Examples): JsonMap => {
   const { status, description, schema, collection, headers = [] } = operation.success
   const headerNames = [
     ...envelopeHeaders,
@@ -284,34 +350,39 @@ const successResponse = (operation: Operation, deprecated: boolean, schemas: Sch
     ...(operation.idempotency !== "none" ? ["Idempotent-Replayed"] : []),
     ...(deprecated ? deprecationHeaders : [])
   ]
-  const body: Json | undefined =
+  const data = schema === undefined ? undefined : schemas.schema(schema, operation.id)
+  const content: JsonMap | undefined =
     status === 204
       ? undefined
-      : schema === undefined
-        ? { type: "object", description: "A JSON object, not in the `data` envelope." }
-        : collection
-          ? {
-              type: "object",
-              required: ["data", "page"],
-              properties: { data: { type: "array", items: schemas.response(schema) }, page: ref("schemas", "Page") }
-            }
-          : { type: "object", required: ["data"], properties: { data: schemas.response(schema) } }
-  return {
-    [String(status)]: {
-      description,
-      headers: headerRefs(headerNames),
-      ...(operation.produces !== undefined
+      : operation.produces !== undefined
         ? {
-            content: {
-              [operation.produces]: {
-                schema: { type: "string", description: "`id:`, `event:` and `data:` lines per message; `: keep-alive` comments." }
-              }
+            [operation.produces]: {
+              schema: { type: "string", description: "`id:`, `event:` and `data:` lines per message; `: keep-alive` comments." },
+              example: `id: evt_0Rb3kX9sT\nevent: product.created\ndata: {"object":"event","id":"evt_0Rb3kX9sT","type":"product.created"}\n\n`
             }
           }
-        : body !== undefined
-          ? { content: { "application/json": { schema: body } } }
-          : {})
-    }
+        : data === undefined
+          ? {
+              "application/json": {
+                schema: { type: "object", description: "A JSON object, not in the `data` envelope." },
+                example: { openapi: "3.1.0", info: { title: documentTitle, version: RELEASE }, paths: {} }
+              }
+            }
+          : {
+              "application/json": {
+                schema: collection
+                  ? {
+                      type: "object",
+                      required: ["data", "page"],
+                      properties: { data: { type: "array", items: data }, page: ref("schemas", "Page") },
+                      additionalProperties: false
+                    }
+                  : { type: "object", required: ["data"], properties: { data }, additionalProperties: false },
+                examples: { success: examples.success(data, collection === true) }
+              }
+            }
+  return {
+    [String(status)]: { description, headers: headerRefs(headerNames), ...(content !== undefined ? { content } : {}) }
   }
 }
 
@@ -400,7 +471,17 @@ const errorCodesByStatus = (operation: Operation, deprecated: boolean): Readonly
   )
 }
 
-const errorResponse = (status: number, codes: ReadonlyArray<ErrorCode>): JsonMap => {
+
+const errorHeaders = (status: number) =>
+  headerRefs([
+    ...envelopeHeaders,
+    "Content-Language",
+    ...(status === 429 ? [...rateLimitHeaders, "Retry-After"] : []),
+    ...(status === 405 ? ["Allow"] : [])
+  ])
+
+/** An error response listing its codes (`x-error-codes`), each with its example. */
+const errorResponse = (status: number, codes: ReadonlyArray<ErrorCode>, examples: Examples): JsonMap => {
   const rateLimited = codes.includes("rate_limit_exceeded")
   const others = codes.some((code) => code !== "rate_limit_exceeded")
   const schema = rateLimited
@@ -410,21 +491,80 @@ const errorResponse = (status: number, codes: ReadonlyArray<ErrorCode>): JsonMap
     : ref("schemas", "Error")
   return {
     description: `${reasonPhrases[status] ?? `HTTP ${status}`}: ${backticked(codes)}.`,
-    headers: headerRefs([
-      ...envelopeHeaders,
-      ...(status === 429 ? [...rateLimitHeaders, "Retry-After"] : []),
-      ...(status === 405 ? ["Allow"] : [])
-    ]),
-    content: { "application/json": { schema } },
+    headers: errorHeaders(status),
+    content: {
+      "application/json": { schema, examples: Object.fromEntries(codes.map((code) => [code, examples.error(code)])) }
+    },
     "x-error-codes": [...codes]
   }
 }
 
-/** One response per status the operation can answer an error with, naming its codes. */
-const errorResponses = (operation: Operation, deprecated: boolean): JsonMap =>
-  Object.fromEntries(
-    [...errorCodesByStatus(operation, deprecated)].map(([status, codes]) => [String(status), errorResponse(status, codes)])
-  )
+const pascal = (text: string) => text.replace(/(^|[\s_])([a-z])/g, (_, __, c: string) => c.toUpperCase()).replace(/[\s_]/g, "")
+
+/**
+ * Codes that come together, named once in a shared response's name: the idempotency checks
+ * of a write that accepts a key, and of one that requires it.
+ */
+const codeFamilies: ReadonlyArray<readonly [string, ReadonlyArray<ErrorCode>]> = [
+  ["IdempotencyKeyRequired", ["idempotency_key_required", "idempotency_key_invalid", "idempotency_key_reused"]],
+  ["IdempotencyKey", ["idempotency_key_invalid", "idempotency_key_reused"]]
+]
+
+/** The name of the codes a shared response adds: each code in PascalCase, a family by its name. */
+const extraName = (codes: ReadonlyArray<ErrorCode>): string => {
+  const parts: Array<string> = []
+  let rest = [...codes]
+  for (const code of codes) {
+    if (!rest.includes(code)) continue
+    const family = codeFamilies.find(([, members]) => members[0] === code && members.every((member) => rest.includes(member)))
+    parts.push(family !== undefined ? family[0] : pascal(code))
+    rest = rest.filter((other) => (family !== undefined ? !family[1].includes(other) : other !== code))
+  }
+  return parts.join("")
+}
+
+const codeSetKey = (status: number, codes: ReadonlyArray<ErrorCode>) => `${status}:${[...codes].sort().join(",")}`
+
+/**
+ * The error responses several operations share, in `components/responses`, so that none is
+ * repeated: each set of codes at a status that more than one operation can answer. Its name
+ * is the reason phrase, followed by the codes that set adds to those every operation can
+ * answer at that status (`Forbidden` for the pipeline's 403, `ForbiddenPermissionDenied`
+ * where a capability is required). A set of one operation only is described in place.
+ */
+const makeSharedErrors = (byOperation: ReadonlyArray<ReadonlyMap<number, ReadonlyArray<ErrorCode>>>, examples: Examples) => {
+  const uses = new Map<string, { status: number; codes: ReadonlyArray<ErrorCode>; count: number }>()
+  for (const codesByStatus of byOperation) {
+    for (const [status, codes] of codesByStatus) {
+      const key = codeSetKey(status, codes)
+      const known = uses.get(key)
+      uses.set(key, { status, codes, count: (known?.count ?? 0) + 1 })
+    }
+  }
+  const everywhere = (status: number) =>
+    new Set(errorCodes.filter((code) => byOperation.every((codes) => codes.get(status)?.includes(code) ?? false)))
+  const names = new Map<string, string>()
+  for (const [key, { status, codes, count }] of uses) {
+    if (count < 2) continue
+    const common = everywhere(status)
+    const extra = codes.filter((code) => !common.has(code))
+    names.set(key, pascal(reasonPhrases[status] ?? `Status ${status}`) + extraName(extra))
+  }
+  return {
+    response: (status: number, codes: ReadonlyArray<ErrorCode>): JsonMap => {
+      const name = names.get(codeSetKey(status, codes))
+      return name !== undefined ? ref("responses", name) : errorResponse(status, codes, examples)
+    },
+    components: (): JsonMap =>
+      Object.fromEntries(
+        [...names.entries()]
+          .map(([key, name]) => [name, errorResponse(uses.get(key)!.status, uses.get(key)!.codes, examples)] as const)
+          .sort(([a], [b]) => a.localeCompare(b))
+      )
+  }
+}
+
+type SharedErrors = ReturnType<typeof makeSharedErrors>
 
 // ---------------------------------------------------------------------------------------
 // Operations and the document
@@ -435,22 +575,35 @@ const idempotencyNote = {
   none: ""
 } as const
 
-const operationObject = (operation: Operation, deprecation: Deprecation | undefined, schemas: SchemaRegistry): JsonMap => {
+interface Built {
+  readonly schemas: SchemaRegistry
+  readonly examples: Examples
+  readonly errors: SharedErrors
+  readonly components: () => JsonObject
+}
+
+const operationObject = (operation: Operation, deprecation: Deprecation | undefined, built: Built): JsonMap => {
   const deprecated = deprecation !== undefined
-  const body = requestBody(operation, schemas)
+  const body = requestBody(operation, built.schemas, built.examples)
   const needs = operation.capability === "authenticated" ? "Any valid credential." : `Requires \`${operation.capability}\`.`
+  const errors = errorCodesByStatus(operation, deprecated)
   return {
     operationId: operation.id,
-    summary: operation.summary,
+    // A sidebar line: no final period.
+    summary: operation.summary.replace(/\.$/, ""),
     description:
+      (operation.description !== undefined ? `${operation.description}\n\n` : "") +
       needs +
       idempotencyNote[operation.idempotency] +
       (operation.ifMatch !== undefined ? " Honours `If-Match`." : "") +
       (operation.sandboxOnly ? " Sandbox only: with production credentials, 403 `sandbox_only`." : ""),
-    tags: [operation.tag],
-    parameters: [...pathParameters(operation), ...queryParameters(operation, schemas), ...headerParameters(operation)],
+    tags: [resourceTagOf(operation)],
+    parameters: [...pathParameters(operation), ...queryParameters(operation, built.schemas, built.components()), ...headerParameters(operation)],
     ...(body !== undefined ? { requestBody: body } : {}),
-    responses: { ...successResponse(operation, deprecated, schemas), ...errorResponses(operation, deprecated) },
+    responses: {
+      ...successResponse(operation, deprecated, built.schemas, built.examples),
+      ...Object.fromEntries([...errors].map(([status, codes]) => [String(status), built.errors.response(status, codes)]))
+    },
     "x-required-capability": operation.capability,
     ...(operation.sandboxOnly ? { "x-sandbox-only": true } : {}),
     ...(deprecation !== undefined
@@ -461,14 +614,6 @@ const operationObject = (operation: Operation, deprecation: Deprecation | undefi
         }
       : {})
   }
-}
-
-const tagDescriptions: Readonly<Record<string, string>> = {
-  Credentials: "API credentials, their access policies and the administrators that may use them in human mode.",
-  Audit: "The request log and the audit trail, kept 30 days.",
-  Account: "Usage of the account.",
-  Sandbox: "The sandbox environment.",
-  Service: "The service's description of itself."
 }
 
 const securitySchemes: JsonMap = {
@@ -491,15 +636,98 @@ const securitySchemes: JsonMap = {
   }
 }
 
+const documentTitle = "Course-platform administration API"
+
 const description = [
   "Administration API of an online-course platform account.",
   "",
   "Bodies are JSON. A resource is answered as `{ data }`, a collection as `{ data, page }` with cursor pagination.",
+  "Responses include every field of their schema and no other (`additionalProperties: false`); a later 3.x release may",
+  "add fields (§9), so a client ignores the ones it does not know.",
+  "",
   "Every error is the `Error` envelope; `error.code` is the only field to branch on, and each response lists the codes",
-  "possible at its status (`x-error-codes`). Every response carries `X-Request-Id` and `X-Service-Release`.",
-  "Operations require the capability named in `x-required-capability`. Enums marked `x-extensible: false` are closed",
-  "within v3; deprecated operations carry `x-deprecated-at` and `x-sunset`."
+  "possible at its status (`x-error-codes`), each with an example. Every response carries `X-Request-Id` and",
+  "`X-Service-Release`. Operations require the capability named in `x-required-capability`. Enums marked",
+  "`x-extensible: false` are closed within v3, those marked `x-extensible: true` may gain values; deprecated operations",
+  "carry `x-deprecated-at` and `x-sunset`. Tags name resources; `x-tagGroups` gathers them by area."
 ].join("\n")
+
+/** `code` of the envelope and of its items: the catalog of §7, open to new codes under a documented status (§9). */
+const codeSchemas: JsonMap = {
+  ErrorCode: {
+    type: "string",
+    description: "Stable machine code, the only field to branch on. An unknown code is handled by its HTTP status.",
+    enum: [...errorCodes],
+    "x-extensible": true
+  },
+  DetailCode: {
+    type: "string",
+    description: "The code of one itemized problem: an error code, or one of the codes only items carry.",
+    enum: [...errorCodes, ...detailOnlyCodes],
+    "x-extensible": true
+  }
+}
+
+/** The envelopes with their `code` fields referring to the catalog. */
+const withCodeCatalog = (schemas: JsonMap): JsonMap => {
+  const out: JsonMap = { ...schemas, ...codeSchemas }
+  for (const name of ["Error", "RateLimitError"]) {
+    const envelope = out[name]
+    if (!isObject(envelope) || !isObject(envelope.properties) || !isObject(envelope.properties.error)) continue
+    const error = envelope.properties.error
+    if (!isObject(error.properties)) continue
+    out[name] = {
+      ...envelope,
+      properties: { ...envelope.properties, error: { ...error, properties: { ...error.properties, code: ref("schemas", "ErrorCode") } } }
+    }
+  }
+  const detail = out.ErrorDetail
+  if (isObject(detail) && isObject(detail.properties)) {
+    out.ErrorDetail = { ...detail, properties: { ...detail.properties, code: ref("schemas", "DetailCode") } }
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)))
+}
+
+/**
+ * The parameters several operations describe alike (a parent's ID in the path, `limit`,
+ * `cursor`…) moved to `components/parameters`, each named after the parameter: only those
+ * whose name has one description in the whole document, so the name says which it is.
+ */
+const shareParameters = (paths: Record<string, JsonMap>): JsonMap => {
+  const inline = (parameter: Json): parameter is JsonObject => isObject(parameter) && typeof parameter.name === "string"
+  const variants = new Map<string, Map<string, number>>()
+  const everyParameter = function* () {
+    for (const item of Object.values(paths)) {
+      for (const op of Object.values(item)) if (isObject(op) && Array.isArray(op.parameters)) yield op as JsonMap
+    }
+  }
+  for (const op of everyParameter()) {
+    for (const parameter of op.parameters as Array<Json>) {
+      if (!inline(parameter)) continue
+      const key = `${String(parameter.in)}:${String(parameter.name)}`
+      const byJson = variants.get(key) ?? new Map<string, number>()
+      const json = JSON.stringify(parameter)
+      variants.set(key, byJson.set(json, (byJson.get(json) ?? 0) + 1))
+    }
+  }
+  const shared: JsonMap = {}
+  const names = new Map<string, string>()
+  for (const [key, byJson] of variants) {
+    const [json, count] = [...byJson][0]!
+    if (byJson.size !== 1 || count < 2) continue
+    const [where = "", name = ""] = key.split(":")
+    const component = pascal(name) + (where === "query" && variants.has(`path:${name}`) ? "Query" : "")
+    shared[component] = JSON.parse(json) as Json
+    names.set(json, component)
+  }
+  for (const op of everyParameter()) {
+    op.parameters = (op.parameters as Array<Json>).map((parameter) => {
+      const component = inline(parameter) ? names.get(JSON.stringify(parameter)) : undefined
+      return component !== undefined ? ref("parameters", component) : parameter
+    })
+  }
+  return shared
+}
 
 /** The OpenAPI 3.1 document of the operations, with the given operations marked deprecated. */
 export const openApiDocument = (
@@ -507,46 +735,76 @@ export const openApiDocument = (
   deprecations: Deprecations = new Map()
 ): OpenApiDocument => {
   const schemas = makeSchemaRegistry()
-  schemas.response(ErrorSchema)
-  schemas.response(RateLimitErrorSchema)
-  schemas.response(PageSchema)
+  schemas.schema(ErrorSchema, "Error")
+  schemas.schema(RateLimitErrorSchema, "RateLimitError")
+  schemas.schema(PageSchema, "Page")
+  // Every schema of every operation is met first, so that examples and enum parameters see all components.
+  for (const operation of operations) {
+    if (operation.body !== undefined) schemas.schema(operation.body, operation.id)
+    if (operation.success.schema !== undefined) schemas.schema(operation.success.schema, operation.id)
+  }
+  let known: JsonObject | undefined
+  const components = () => (known ??= withCodeCatalog(schemas.components()))
+  const examples = makeExamples(components)
+  const codesByOperation = operations.map((operation) => errorCodesByStatus(operation, deprecations.has(operation.id)))
+  const errors = makeSharedErrors(codesByOperation, examples)
+  const built: Built = { schemas, examples, errors, components }
   const paths: Record<string, JsonMap> = {}
   for (const operation of operations) {
     const item = (paths[operation.path] ??= {})
-    item[operation.method.toLowerCase()] = operationObject(operation, deprecations.get(operation.id), schemas)
+    item[operation.method.toLowerCase()] = operationObject(operation, deprecations.get(operation.id), built)
   }
-  const tags = [...new Set(operations.map((operation) => operation.tag))]
+  const parameters = { ...sharedParameters, ...shareParameters(paths) }
+  const sharedResponses = errors.components()
+  // The response headers in use: those of deprecation only when an operation is deprecated.
+  const used = new Set([...JSON.stringify([paths, sharedResponses]).matchAll(/"#\/components\/headers\/([^"]+)"/g)].map(([, name]) => name))
+  const headers = Object.fromEntries(Object.entries(sharedHeaders).filter(([name]) => used.has(name)))
+  const { tags, groups } = tagsOf(operations)
   return {
     openapi: "3.1.0",
-    info: { title: "Course-platform administration API", version: RELEASE, description },
+    info: { title: documentTitle, version: RELEASE, description },
     servers: [{ url: "/api/v3" }],
-    tags: tags.map((name) => ({ name, ...(tagDescriptions[name] ? { description: tagDescriptions[name] } : {}) })),
+    tags: tags.map((tag) => ({ ...tag })),
+    "x-tagGroups": groups.map((group) => ({ name: group.name, tags: [...group.tags] })),
     security: [{ CredentialSecret: [] }, { CredentialKey: [], AdministratorToken: [] }],
     paths,
     components: {
-      schemas: schemas.components(),
-      parameters: sharedParameters,
-      headers: sharedHeaders,
+      schemas: withCodeCatalog(schemas.components()),
+      responses: sharedResponses,
+      parameters,
+      headers,
+      examples: examples.all(),
       securitySchemes
     }
   }
 }
 
-export const openApiOperation = (operations: () => ReadonlyArray<Operation>) => {
-  /** Built once per deprecation settings: the operation list does not change while serving. */
+/** The committed copy of the description (`docs/openapi.json`): pretty-printed, without deprecations. */
+export const openApiFileText = (operations: ReadonlyArray<Operation>): string =>
+  `${JSON.stringify(openApiDocument(operations), null, 2)}\n`
+
+/**
+ * The description the server serves, built once per deprecation settings (the operation list
+ * does not change while serving): for `GET /api/v3/openapi.json` and its public copy at
+ * `/docs/openapi.json`.
+ */
+export const makeDescription = (operations: () => ReadonlyArray<Operation>) => {
   const built = new WeakMap<Deprecations, OpenApiDocument>()
-  const documentFor = (deprecations: Deprecations): OpenApiDocument => {
+  return (deprecations: Deprecations): OpenApiDocument => {
     const known = built.get(deprecations)
     if (known !== undefined) return known
     const document = openApiDocument(operations(), deprecations)
     built.set(deprecations, document)
     return document
   }
-  return defineOperation({
+}
+
+export const openApiOperation = (documentFor: (deprecations: Deprecations) => OpenApiDocument) =>
+  defineOperation({
     id: "openapi.get",
     method: "GET",
     path: "/openapi.json",
-    summary: "This description, of the latest release.",
+    summary: "Get this description, of the latest release",
     tag: "Service",
     capability: "authenticated",
     idempotency: "none",
@@ -554,4 +812,3 @@ export const openApiOperation = (operations: () => ReadonlyArray<Operation>) => 
     errors: [],
     handler: () => Effect.map(ServerSettings, (settings) => ({ status: 200, body: documentFor(settings.deprecations) }))
   })
-}

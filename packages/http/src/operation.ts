@@ -43,7 +43,14 @@ export interface Operation<QS extends AnySchema = AnySchema, BS extends AnySchem
   readonly method: Method
   /** Path under `/api/v3`, with `{name}` parameters. */
   readonly path: string
+  /** A line for the sidebar of a reference: at most 120 characters, plain text (no backticks). */
   readonly summary: string
+  /** What else a reader should know, in Markdown; the description adds what the declaration implies. */
+  readonly description?: string
+  /**
+   * The area of the operation (Catalog, People, Settings…): the description groups the
+   * resource tags by area in `x-tagGroups` (openapi-tags.ts).
+   */
   readonly tag: string
   /**
    * The capability the caller must hold, or `"authenticated"` for operations any valid

@@ -38,7 +38,7 @@ import { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
 import { within } from "./deadline.js"
-import { errorBody } from "./envelope.js"
+import { errorBody, languageHeaders } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
 import { type AppServices, defaultDeadlines, RELEASE, ServerSettings, type ServerSettingsShape } from "./services.js"
@@ -145,7 +145,7 @@ const replyToRecorded = (reply: Reply): RecordedResponse => ({
   body: reply.showsSecretOnce ? null : reply.body
 })
 
-const isWrite = (method: string) => method !== "GET"
+const isWrite = (method: string) => method !== "GET" && method !== "HEAD"
 
 /** An app answering paths outside `/api/v3` (the OAuth server of §5.2); `undefined` for "not mine". */
 export type OutsideApp = (
@@ -209,7 +209,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       // instead of having it read here, and an event stream negotiates its own media type.
       const [rawPath = "", search = ""] = request.url.split("?", 2) as [string?, string?]
       const path = rawPath.slice(API_PREFIX.length) || "/"
-      const match = route(request.method, path)
+      // HEAD is answered as GET without its body (RFC 9110 §9.3.2), on every GET route.
+      const match = route(request.method === "HEAD" ? "GET" : request.method, path)
       if (match._tag === "NotFound") return yield* Effect.fail(apiError("operation_not_catalogued"))
       if (match._tag === "MethodNotAllowed") {
         return yield* Effect.fail(
@@ -234,12 +235,14 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
 
       // 3. Content-Type, from the headers alone: JSON, or the raw type the operation streams.
       const contentType = request.headers["content-type"]
+      // The message names the type this operation takes.
+      const expectedType = { params: { expected: operation.rawBody ?? "application/json" } }
       if (operation.rawBody) {
         if (contentType?.split(";")[0]?.trim().toLowerCase() !== operation.rawBody) {
-          return yield* Effect.fail(apiError("unsupported_media_type"))
+          return yield* Effect.fail(apiError("unsupported_media_type", expectedType))
         }
       } else if ((contentType !== undefined || hasBody(request)) && !isJsonContentType(contentType ?? "")) {
-        return yield* Effect.fail(apiError("unsupported_media_type"))
+        return yield* Effect.fail(apiError("unsupported_media_type", expectedType))
       }
 
       // 5. The credential, in autonomous or human mode, and its account. No body has been read:
@@ -307,6 +310,19 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
           ? undefined
           : yield* parseIfMatch(headerValues(request, "if-match"), operation.ifMatch, resourceId)
 
+      // HEAD of a streamed answer (an event stream's connection) does not open it: that would take
+      // the stream's one-connection lease and move its cursor. The resource it streams is read
+      // instead (a missing one is 404 as for GET), and the stream's headers answered.
+      if (request.method === "HEAD" && operation.produces !== undefined) {
+        const owner = route("GET", path.replace(/\/[^/]+\/?$/, ""))
+        if (owner._tag === "Found") {
+          yield* owner.operation
+            .handler({ path: owner.params, query: {}, body: {}, expectedRevision: undefined, raw: Stream.empty })
+            .pipe(Effect.provideService(Caller, caller))
+        }
+        return { status: 200, body: null, headers: { "content-type": operation.produces, "cache-control": "no-store" } } satisfies Reply
+      }
+
       // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
       const handle = operation
         // The raw body stream is built only if the handler runs it (part uploads do).
@@ -373,6 +389,30 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       headers: {}
     }
     const language = negotiateLanguage(request.headers["accept-language"])
+    const { accessLog } = yield* ServerSettings
+    /** The access log's line (`access-log.ts`), once the status is known. */
+    const writeAccessLog = (status: number, errorCode: string | null) =>
+      accessLog === undefined
+        ? Effect.void
+        : Effect.map(Clock.currentTimeMillis, (now) =>
+          accessLog({
+            time: formatTimestamp(state.startedAt),
+            level: "info",
+            msg: "request",
+            request_id: state.requestId,
+            method: request.method,
+            path: request.url.split("?", 1)[0] ?? "",
+            operation_id: state.operation?.id ?? null,
+            status,
+            error_code: errorCode,
+            duration_ms: now - state.startedAt,
+            credential_id: state.caller?.credential.id ?? null,
+            account_id: state.caller?.tenant.accountId ?? null,
+            environment: state.caller?.tenant.environment ?? null,
+            administrator_id: state.caller?.human?.adminId ?? null,
+            client_request_id: state.clientRequestId
+          })
+        )
 
     const outside = !request.url.startsWith(API_PREFIX + "/") && request.url !== API_PREFIX
     // The request's deadline: past it, 503 as for a store that does not answer (for an
@@ -388,7 +428,10 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     let outsideFailure: ApiError | undefined
     if (outside && outsideApp) {
       const answered = yield* Effect.either(within(outsideApp(request), deadlineMs, deadlineExceeded))
-      if (Either.isRight(answered) && answered.right) return answered.right
+      if (Either.isRight(answered) && answered.right) {
+        yield* writeAccessLog(answered.right.status, null)
+        return answered.right
+      }
       if (Either.isLeft(answered)) outsideFailure = answered.left
     }
     const result = outsideFailure !== undefined
@@ -410,6 +453,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     let body: Json | null
     let extraHeaders: Readonly<Record<string, string>> = {}
     let stream: Reply["stream"]
+    let errorCode: string | null = null
     if (Either.isRight(result)) {
       status = result.right.status
       body = result.right.body
@@ -422,8 +466,9 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         yield* Effect.logError("request failed", error.code, error.internal)
       }
       status = error.status
+      errorCode = error.code
       body = errorBody(error, state.requestId, language)
-      extraHeaders = error.headers ?? {}
+      extraHeaders = { ...error.headers, ...languageHeaders(language) }
     }
 
     // The request log: every authenticated call. A read whose log cannot be written fails closed.
@@ -454,12 +499,14 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         yield* Effect.logError("request log unavailable", logged.left.internal)
         if (!state.committed) {
           status = logged.left.status
+          errorCode = logged.left.code
           body = errorBody(logged.left, state.requestId, language)
-          extraHeaders = {}
+          extraHeaders = languageHeaders(language)
         }
       }
     }
 
+    yield* writeAccessLog(status, errorCode)
     const headers: Record<string, string> = {
       ...state.headers,
       // The answer's own headers win: a 429 carries the figures of the scope that refused it.
@@ -471,9 +518,20 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     if (stream !== undefined && status < 300) {
       return HttpServerResponse.stream(stream, { status, headers: { ...headers, "cache-control": "no-store" }, contentType: state.operation?.produces ?? "application/octet-stream" })
     }
+    if (request.method === "HEAD") return headResponse(status, headers, body)
     if (body === null) return HttpServerResponse.empty({ status, headers })
     return HttpServerResponse.text(JSON.stringify(body), { status, headers, contentType: "application/json" })
   })
+}
+
+/**
+ * The answer to HEAD: the status and headers GET would have, `Content-Length` included, and no
+ * body (a streamed answer is never started: see `serve`).
+ */
+const headResponse = (status: number, headers: Record<string, string>, body: Json | null): HttpServerResponse.HttpServerResponse => {
+  if (body === null) return HttpServerResponse.empty({ status, headers })
+  const length = Buffer.byteLength(JSON.stringify(body), "utf8")
+  return HttpServerResponse.empty({ status, headers: { ...headers, "content-type": "application/json", "content-length": String(length) } })
 }
 
 const asApiError = (error: unknown): ApiError =>

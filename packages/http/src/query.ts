@@ -15,8 +15,9 @@ export const CursorParam = Schema.String.annotations({ description: "`page.next_
 
 export const SortParam = <const S extends ReadonlyArray<string>>(...fields: S) => {
   const values = fields.flatMap((f) => [f, `-${f}`])
+  // `override`: one message for the union, not one per literal it failed to be.
   return Schema.Literal(...(values as [string, ...Array<string>])).annotations({
-    message: () => `invalid_value|allowed=${values.join(", ")}`
+    message: () => ({ message: `invalid_value|allowed=${values.join(", ")}`, override: true })
   })
 }
 

@@ -80,7 +80,8 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       id: `${plural}.list`,
       method: "GET",
       path: definition.path,
-      summary: `List ${plural.replaceAll("_", " ")}${definition.trash ? "; `deleted=true` lists the trash" : ""}.`,
+      summary: `List ${plural.replaceAll("_", " ")}`,
+      ...(definition.trash ? { description: "`deleted=true` lists the trash instead." } : {}),
       tag,
       capability: `${plural}.read`,
       ...(scope ? { scopedBy: scope } : {}),
@@ -149,9 +150,10 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       id: `${plural}.update`,
       method: "PATCH",
       path: itemPath,
-      summary: `Change a ${definition.type.replaceAll("_", " ")}: only the fields sent${
-        definition.trash ? "; `deleted: false` restores it from the trash" : ""
-      }.`,
+      summary: `Change a ${definition.type.replaceAll("_", " ")}`,
+      description: `Only the fields sent change; \`null\` clears a nullable field.${
+        definition.trash ? " `deleted: false` restores it from the trash." : ""
+      }`,
       tag,
       capability: `${plural}.update`,
       scopedBy: scope ?? item,

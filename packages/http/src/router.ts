@@ -1,7 +1,7 @@
 /**
  * Route lookup over the operation list: a trie of path segments where a literal segment
  * wins over a `{parameter}`. Tells apart an unknown path from a known path with another
- * method (405 with `Allow`).
+ * method (405 with `Allow`, HEAD listed wherever GET is).
  */
 import type { Method, Operation } from "./operation.js"
 
@@ -15,7 +15,7 @@ const newNode = (): Node => ({ literals: new Map(), param: undefined, methods: n
 
 export type RouteMatch =
   | { readonly _tag: "Found"; readonly operation: Operation; readonly params: Record<string, string> }
-  | { readonly _tag: "MethodNotAllowed"; readonly allowed: ReadonlyArray<Method> }
+  | { readonly _tag: "MethodNotAllowed"; readonly allowed: ReadonlyArray<Method | "HEAD"> }
   | { readonly _tag: "NotFound" }
 
 export const makeRouter = (operations: ReadonlyArray<Operation>) => {
@@ -74,6 +74,9 @@ export const makeRouter = (operations: ReadonlyArray<Operation>) => {
     const node = find(root, decoded, 0, params)
     if (!node) return { _tag: "NotFound" }
     const operation = node.methods.get(method as Method)
-    return operation ? { _tag: "Found", operation, params } : { _tag: "MethodNotAllowed", allowed: [...node.methods.keys()] }
+    if (operation) return { _tag: "Found", operation, params }
+    // A GET route answers HEAD too (the pipeline routes HEAD as GET): `Allow` says so.
+    const allowed = [...node.methods.keys()]
+    return { _tag: "MethodNotAllowed", allowed: allowed.includes("GET") ? [...allowed, "HEAD"] : allowed }
   }
 }

@@ -160,7 +160,10 @@ const ErrorDetailSchema = Schema.Struct({
   parameter: Schema.optional(Schema.String).annotations({ description: "The query parameter or header, for a parameter problem." }),
   code: Schema.String,
   message: Schema.String,
-  reason: Schema.optional(Schema.String)
+  reason: Schema.optional(Schema.String),
+  allowed: Schema.optional(Schema.Array(Schema.String)).annotations({
+    description: "The values that would have been accepted (an enum, a `sort`), also named in `message`."
+  })
 }).annotations({ identifier: "ErrorDetail", description: "One itemized problem: exactly one of `field` / `parameter` names where it is." })
 
 const errorFields = {

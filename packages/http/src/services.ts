@@ -17,6 +17,7 @@ import type {
   UnitOfWork
 } from "@syllabus/core"
 import { Context, Layer } from "effect"
+import type { AccessLogSink } from "./access-log.js"
 
 /** The ports a store package provides. */
 export type StoreServices = Records | UnitOfWork | Idempotency | RateLimitStore
@@ -74,6 +75,11 @@ export interface ServerSettingsShape {
   readonly uploadRequestDeadlineMs?: number
   /** How long `GET /readyz` waits for the store's answer before it says 503 (default 2 s). */
   readonly readinessDeadlineMs?: number
+  /**
+   * The access log: called with one structured line per request answered (`access-log.ts`;
+   * never a secret). Unset, nothing is written; the standalone server writes JSON lines to stdout.
+   */
+  readonly accessLog?: AccessLogSink
 }
 
 /** The defaults of the request deadlines (`ServerSettingsShape`). */

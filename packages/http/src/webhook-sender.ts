@@ -38,6 +38,18 @@ export const standardWebhookSignature = (secret: string, id: string, timestamp: 
   return `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64")}`
 }
 
+/**
+ * The headers of a delivery attempt (besides `content-length`): one place for every sender,
+ * the network one below and the in-process one of `onWebhook` (`webhook-callback.ts`).
+ */
+export const webhookHeaders = (req: WebhookRequest): Record<string, string> => ({
+  "content-type": "application/json",
+  "user-agent": "Syllabus-Webhooks/1",
+  "webhook-id": req.messageId,
+  "webhook-timestamp": String(req.timestamp),
+  "webhook-signature": standardWebhookSignature(req.secret, req.messageId, req.timestamp, req.body)
+})
+
 const systemResolve = (hostname: string) =>
   new Promise<ReadonlyArray<LookupAddress>>((resolve, reject) =>
     dnsLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses)))
@@ -107,14 +119,7 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
           method: "POST",
           lookup,
           agent: false,
-          headers: {
-            "content-type": "application/json",
-            "content-length": String(body.length),
-            "user-agent": "Syllabus-Webhooks/1",
-            "webhook-id": req.messageId,
-            "webhook-timestamp": String(req.timestamp),
-            "webhook-signature": standardWebhookSignature(req.secret, req.messageId, req.timestamp, req.body)
-          }
+          headers: { ...webhookHeaders(req), "content-length": String(body.length) }
         },
         (res: IncomingMessage) => {
           const chunks: Array<Buffer> = []

@@ -4,11 +4,12 @@
  * pipeline does.
  */
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { errorStatus, type ErrorCode } from "@syllabus/core"
+import { detailOnlyCodes, errorCodes, errorStatus, type ErrorCode, idPrefixes } from "@syllabus/core"
 import { createRequire } from "node:module"
 import { describe, expect, it } from "vitest"
 import { operations } from "../src/api.js"
 import { openApiDocument } from "../src/openapi.js"
+import { hasWrittenTagDescription, resourceTagOf } from "../src/openapi-tags.js"
 
 // The document as plain JSON, the way a client reads it.
 const load = (deprecations?: Parameters<typeof openApiDocument>[1]): any =>
@@ -120,8 +121,8 @@ describe("OpenAPI description", () => {
     expect(key.schema.pattern).toBe("^[A-Za-z0-9._:-]{1,128}$")
     expect(op.responses["201"]).toBeDefined()
     expect(op.responses["201"].headers.Location).toBeDefined()
-    expect(op.responses["403"]["x-error-codes"]).toContain("delegation_limit_exceeded")
-    expect(op.responses["409"]["x-error-codes"]).toContain("secret_not_replayable")
+    expect(deref(op.responses["403"])["x-error-codes"]).toContain("delegation_limit_exceeded")
+    expect(deref(op.responses["409"])["x-error-codes"]).toContain("secret_not_replayable")
     expect(op.requestBody.required).toBe(true)
   })
 
@@ -224,8 +225,9 @@ describe("OpenAPI description", () => {
     for (const operation of operations) {
       const op = find(doc, operation.id)
       const listed: Array<string> = []
-      for (const [status, response] of Object.entries<any>(op.responses)) {
+      for (const [status, shared] of Object.entries<any>(op.responses)) {
         if (Number(status) < 400) continue
+        const response = deref(shared)
         expect(response["x-error-codes"].length).toBeGreaterThan(0)
         for (const code of response["x-error-codes"] as Array<ErrorCode>) {
           expect([operation.id, code, statusesOf(code)]).toEqual([operation.id, code, expect.arrayContaining([Number(status)])])
@@ -242,7 +244,7 @@ describe("OpenAPI description", () => {
 
   it("lists the errors every operation can answer (§7, §8.1)", () => {
     const op = doc.paths["/capabilities"].get
-    const codes = (status: number) => op.responses[String(status)]?.["x-error-codes"] ?? []
+    const codes = (status: number) => deref(op.responses[String(status)])?.["x-error-codes"] ?? []
     expect(codes(400)).toEqual(expect.arrayContaining(["malformed_json", "json_too_deep", "invalid_utf8", "unknown_parameter"]))
     expect(codes(401)).toEqual(expect.arrayContaining(["unauthenticated", "credential_revoked", "invalid_access_token"]))
     expect(codes(403)).toEqual(expect.arrayContaining(["instance_blocked", "instance_unavailable"]))
@@ -257,19 +259,19 @@ describe("OpenAPI description", () => {
   it("lists credential_revoked under 422 on credential management and under 401 everywhere (§7)", () => {
     for (const id of ["credentials.update", "credentials.revocations.create", "credentials.secret_rotations.create"]) {
       const responses = find(doc, id).responses
-      expect(responses["422"]["x-error-codes"], id).toContain("credential_revoked")
-      expect(responses["401"]["x-error-codes"], id).toContain("credential_revoked")
+      expect(deref(responses["422"])["x-error-codes"], id).toContain("credential_revoked")
+      expect(deref(responses["401"])["x-error-codes"], id).toContain("credential_revoked")
     }
-    expect(doc.paths["/credentials/current"].get.responses["422"]["x-error-codes"]).not.toContain("credential_revoked")
+    expect(deref(doc.paths["/credentials/current"].get.responses["422"])["x-error-codes"]).not.toContain("credential_revoked")
   })
 
   it("lists permission_denied only where a capability is required (§5)", () => {
-    expect(doc.paths["/capabilities"].get.responses["403"]["x-error-codes"]).not.toContain("permission_denied")
-    expect(doc.paths["/credentials"].get.responses["403"]["x-error-codes"]).toContain("permission_denied")
+    expect(deref(doc.paths["/capabilities"].get.responses["403"])["x-error-codes"]).not.toContain("permission_denied")
+    expect(deref(doc.paths["/credentials"].get.responses["403"])["x-error-codes"]).toContain("permission_denied")
   })
 
   it("documents the 429 body and Retry-After (§8.1)", () => {
-    const tooMany = doc.paths["/credentials"].get.responses["429"]
+    const tooMany = deref(doc.paths["/credentials"].get.responses["429"])
     expect(tooMany.headers["Retry-After"]).toBeDefined()
     expect(tooMany.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/RateLimitError" })
     const error = doc.components.schemas.RateLimitError.properties.error
@@ -283,7 +285,7 @@ describe("OpenAPI description", () => {
     expect(Object.keys(error.properties)).toContain("reason")
     const item = deref(error.properties.details.items)
     expect(item.required).toEqual(["code", "message"])
-    expect(Object.keys(item.properties).sort()).toEqual(["code", "field", "message", "parameter", "reason"])
+    expect(Object.keys(item.properties).sort()).toEqual(["allowed", "code", "field", "message", "parameter", "reason"])
   })
 
   it("offers autonomous mode or human mode as alternative security requirements (§5)", () => {
@@ -311,7 +313,7 @@ describe("OpenAPI description", () => {
     expect(op.deprecated).toBe(true)
     expect(op["x-deprecated-at"]).toBe("2026-01-15T00:00:00.000Z")
     expect(op["x-sunset"]).toBe("2026-07-15T00:00:00.000Z")
-    expect(op.responses["410"]["x-error-codes"]).toEqual(["operation_sunset"])
+    expect(deref(op.responses["410"])["x-error-codes"]).toEqual(["operation_sunset"])
     expect(Object.keys(op.responses["200"].headers)).toEqual(expect.arrayContaining(["Deprecation", "Sunset", "Link"]))
     expect(deprecated.paths["/credentials"].post.deprecated).toBeUndefined()
     expect(doc.paths["/credentials"].get.deprecated).toBeUndefined()
@@ -334,5 +336,255 @@ describe("streamed operations", () => {
     const doc = openApiDocument(operations) as any
     const connect = doc.paths["/event-streams/{event_stream_id}/events"].get
     expect(Object.keys(connect.responses["200"].content)).toEqual(["text/event-stream"])
+  })
+})
+
+/** Every schema of the document, with where it is: components, parameters, bodies, responses. */
+const everySchema = (): Array<[string, any]> => {
+  const found: Array<[string, any]> = []
+  const visit = (schema: any, where: string) => {
+    if (schema === null || typeof schema !== "object") return
+    found.push([where, schema])
+    for (const [name, child] of Object.entries<any>(schema.properties ?? {})) visit(child, `${where}.${name}`)
+    for (const list of [schema.anyOf, schema.oneOf, schema.allOf, schema.prefixItems]) for (const child of list ?? []) visit(child, where)
+    visit(schema.items, `${where}[]`)
+    if (typeof schema.additionalProperties === "object") visit(schema.additionalProperties, `${where}{}`)
+  }
+  for (const [name, schema] of Object.entries<any>(doc.components.schemas)) visit(schema, name)
+  for (const [key, value] of walk(doc.paths)) if (key === "schema") visit(value, "(operation)")
+  for (const [name, parameter] of Object.entries<any>(doc.components.parameters)) visit(parameter.schema, name)
+  for (const [name, header] of Object.entries<any>(doc.components.headers)) visit(header.schema, name)
+  return found
+}
+
+describe("OpenAPI description: shared components (issue 12)", () => {
+  it("is well under the 1.18 MB it weighed when every response repeated its blocks", () => {
+    expect(JSON.stringify(doc).length).toBeLessThan(600_000)
+  })
+
+  it("describes an error response used by several operations once, in components/responses", () => {
+    const inline = new Map<string, Array<string>>()
+    for (const { op } of operationsOf(doc)) {
+      for (const [status, response] of Object.entries<any>(op.responses)) {
+        if (Number(status) < 400 || response.$ref !== undefined) continue
+        const key = JSON.stringify(response)
+        inline.set(key, [...(inline.get(key) ?? []), op.operationId])
+      }
+    }
+    expect([...inline.values()].filter((ids) => ids.length > 1)).toEqual([])
+    expect(doc.components.responses.NotFound["x-error-codes"]).toEqual(["not_found"])
+    expect(doc.paths["/products"].get.responses["403"]).toEqual({ $ref: "#/components/responses/ForbiddenPermissionDenied" })
+  })
+
+  it("refers to the error envelope and to each resource's shape, never repeating them inline", () => {
+    const envelopes = [...walk(doc.paths)].filter(([, value]) => value?.properties?.error?.properties?.code !== undefined)
+    expect(envelopes).toEqual([])
+    const product = doc.paths["/products/{product_id}"].get.responses["200"].content["application/json"].schema
+    expect(product.properties.data).toEqual({ $ref: "#/components/schemas/Product" })
+  })
+
+  it("shares a parameter described alike by several operations (a parent's ID, limit, cursor)", () => {
+    expect(doc.components.parameters.ProductId).toMatchObject({ name: "product_id", in: "path", schema: { pattern: "^prd_[0-9A-Za-z]{9}$" } })
+    expect(doc.paths["/products/{product_id}/modules"].get.parameters).toContainEqual({ $ref: "#/components/parameters/ProductId" })
+    expect(doc.components.parameters.Limit).toMatchObject({ name: "limit", in: "query" })
+  })
+})
+
+describe("OpenAPI description: written for people (issue 12)", () => {
+  it("has no title Effect generated (int, maxLength(200), unknown, never…)", () => {
+    const titled = everySchema().filter(([, schema]) => typeof schema.title === "string").map(([where, schema]) => `${where}: ${schema.title}`)
+    expect(titled).toEqual([])
+  })
+
+  it("gives every operation a summary of at most 120 characters, without backticks", () => {
+    const bad = operations.filter((o) => o.summary.length === 0 || o.summary.length > 120 || o.summary.includes("`")).map((o) => o.id)
+    expect(bad).toEqual([])
+    for (const { op } of operationsOf(doc)) expect(typeof op.description).toBe("string")
+  })
+
+  it("keeps the detail of a long summary in the description", () => {
+    const create = doc.paths["/operations"].post
+    expect(create.summary).toBe("Start a batch of creates, updates or deletes")
+    expect(create.description).toContain("up to 1,000 items")
+  })
+})
+
+describe("OpenAPI description: tags (3.3.1, 3.3.2)", () => {
+  it("tags each operation with the resource it acts on", () => {
+    for (const { op } of operationsOf(doc)) expect(op.tags, op.operationId).toHaveLength(1)
+    const tagOf = (id: string) => find(doc, id).tags[0]
+    expect([tagOf("products.list"), tagOf("products.publications.create"), tagOf("modules.create"), tagOf("lessons.content.replace")]).toEqual([
+      "Products",
+      "Products",
+      "Modules",
+      "Lessons"
+    ])
+    expect([tagOf("showcases.get"), tagOf("users.tags.replace"), tagOf("tags.list"), tagOf("webhooks.replays.create")]).toEqual([
+      "Showcases",
+      "Users",
+      "Tags",
+      "Webhooks"
+    ])
+    expect([tagOf("events.list"), tagOf("operations.get"), tagOf("uploads.create"), tagOf("credentials.update")]).toEqual([
+      "Events",
+      "Operations",
+      "Uploads",
+      "Credentials"
+    ])
+  })
+
+  it("describes every tag, with text a person wrote", () => {
+    for (const tag of doc.tags) expect(tag.description, tag.name).toEqual(expect.any(String))
+    expect(operations.filter((operation) => !hasWrittenTagDescription(operation)).map((o) => o.id)).toEqual([])
+  })
+
+  it("groups every tag in exactly one x-tagGroups group, by area", () => {
+    const grouped = doc["x-tagGroups"].flatMap((group: any) => group.tags)
+    expect([...grouped].sort()).toEqual(doc.tags.map((t: any) => t.name).sort())
+    expect(new Set(grouped).size).toBe(grouped.length)
+    const groupOf = (tag: string) => doc["x-tagGroups"].find((group: any) => group.tags.includes(tag))?.name
+    expect(["Products", "Modules", "Lessons", "Showcases"].map(groupOf)).toEqual(Array(4).fill("Catalog and content"))
+    expect(["Users", "Tags", "Administrators"].map(groupOf)).toEqual(Array(3).fill("People"))
+    expect(groupOf("Credentials")).toBe("Access")
+    expect(["Webhooks", "Events", "Operations", "Uploads"].map(groupOf)).toEqual(Array(4).fill("Integration"))
+  })
+
+  it("derives the tag of a route it has never seen from its operation ID", () => {
+    const route = { ...operations[0]!, id: "gift_cards.create", tag: "Sales" }
+    expect(resourceTagOf(route)).toBe("Gift cards")
+    const withRoute: any = openApiDocument([...operations, { ...route, path: "/gift-cards" }])
+    expect(withRoute.paths["/gift-cards"].post.tags).toEqual(["Gift cards"])
+    expect(withRoute["x-tagGroups"].find((g: any) => g.name === "Sales").tags).toEqual(["Gift cards"])
+  })
+})
+
+describe("OpenAPI description: enums, codes, IDs, closed objects (§9, §7, §2.2, §2.1)", () => {
+  it("marks every enum x-extensible true or false", () => {
+    const unmarked = everySchema()
+      .filter(([, schema]) => Array.isArray(schema.enum) && typeof schema["x-extensible"] !== "boolean")
+      .map(([where]) => where)
+    expect(unmarked).toEqual([])
+  })
+
+  it("closes the enums §9 names closed and leaves the others open", () => {
+    const s = doc.components.schemas
+    expect({
+      credentialStatus: s.Credential.properties.status["x-extensible"],
+      productStatus: s.Product.properties.status["x-extensible"],
+      format: s.Product.properties.format["x-extensible"],
+      operationStatus: s.Operation.properties.status["x-extensible"],
+      lessonStatus: s.Lesson.properties.status["x-extensible"],
+      object: s.Product.properties.object["x-extensible"]
+    }).toEqual({ credentialStatus: false, productStatus: false, format: false, operationStatus: false, lessonStatus: false, object: false })
+    expect({
+      itemStatus: s.OperationItem.properties.status["x-extensible"],
+      deliveryStatus: s.WebhookDelivery.properties.status["x-extensible"],
+      errorCode: s.ErrorCode["x-extensible"],
+      sort: parameter(doc.paths["/webhooks"].get, "sort", "query").schema["x-extensible"]
+    }).toEqual({ itemStatus: true, deliveryStatus: true, errorCode: true, sort: true })
+    // A filter is classified as the field it filters.
+    expect(parameter(doc.paths["/operations"].get, "status", "query").schema["x-extensible"]).toBe(false)
+  })
+
+  it("makes error.code an enum of the whole catalog, and items' code the catalog plus the item codes", () => {
+    expect(doc.components.schemas.ErrorCode.enum).toEqual([...errorCodes])
+    expect(doc.components.schemas.Error.properties.error.properties.code).toEqual({ $ref: "#/components/schemas/ErrorCode" })
+    expect(doc.components.schemas.RateLimitError.properties.error.properties.code).toEqual({ $ref: "#/components/schemas/ErrorCode" })
+    expect(doc.components.schemas.DetailCode.enum).toEqual([...errorCodes, ...detailOnlyCodes])
+  })
+
+  it("gives each error response an example per code it lists, with that code", () => {
+    for (const { op } of operationsOf(doc)) {
+      for (const [status, shared] of Object.entries<any>(op.responses)) {
+        if (Number(status) < 400) continue
+        const response = deref(shared)
+        const examples = response.content["application/json"].examples
+        expect(Object.keys(examples), `${op.operationId} ${status}`).toEqual(response["x-error-codes"])
+        for (const [code, example] of Object.entries<any>(examples)) {
+          expect(deref(example).value.error.code).toBe(code)
+          expect(errorStatus[code as ErrorCode] === Number(status) || code === "credential_revoked").toBe(true)
+        }
+      }
+    }
+  })
+
+  it("gives public IDs the pattern of their prefix: ids, <kind>_id fields and path parameters", () => {
+    const s = doc.components.schemas
+    expect(s.Product.properties.id.pattern).toBe("^prd_[0-9A-Za-z]{9}$")
+    expect(s.Module.properties.product_id.pattern).toBe("^prd_[0-9A-Za-z]{9}$")
+    expect(s.Lesson.properties.id.pattern).toBe(`^${idPrefixes.lesson}_[0-9A-Za-z]{9}$`)
+    expect(s.Event.properties.request_id.pattern).toBe("^req_[0-9A-Za-z]{9}$")
+    // `operation_id` of the request log is an OpenAPI operation ID, not an `op_` ID.
+    expect(JSON.stringify(s.Request.properties.operation_id)).not.toContain("pattern")
+    expect(parameter(doc.paths["/products/{product_id}/modules/{module_id}"].get, "module_id", "path").schema.pattern).toBe("^mod_[0-9A-Za-z]{9}$")
+  })
+
+  it("closes every object of every success response (§2.1: every field listed), maps aside", () => {
+    const open = operationsOf(doc)
+      .flatMap(({ op }) =>
+        Object.entries<any>(op.responses)
+          .filter(([status, response]) => Number(status) < 300 && response.content?.["application/json"]?.schema?.properties)
+          .flatMap(([, response]) => reachableSchemas(response.content["application/json"].schema).map((s) => [op.operationId, s]))
+      )
+      .filter(([, schema]) => schema.type === "object" && Object.keys(schema.properties ?? {}).length > 0 && schema.additionalProperties !== false)
+    expect(open).toEqual([])
+    expect(doc.components.schemas.Error.additionalProperties).toBe(false)
+    // A map stays open: its keys are data (an event's object, an audit entry's changes).
+    expect(doc.components.schemas.Event.properties.data.properties.object.additionalProperties).toEqual({})
+  })
+})
+
+describe("OpenAPI description: examples (issue 12)", () => {
+  it("has an example for every request body and every success response", () => {
+    for (const { op } of operationsOf(doc)) {
+      for (const media of Object.values<any>(op.requestBody?.content ?? {})) {
+        expect(media.example !== undefined || Object.keys(media.examples ?? {}).length > 0, op.operationId).toBe(true)
+      }
+      const [status, success] = Object.entries<any>(op.responses).find(([s]) => Number(s) < 300)!
+      if (status === "204") continue
+      for (const media of Object.values<any>(success.content)) {
+        expect(media.example !== undefined || Object.keys(media.examples ?? {}).length > 0, op.operationId).toBe(true)
+      }
+    }
+  })
+
+  it("gives examples that match their schemas (Ajv, JSON Schema 2020-12)", () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false })
+    addFormats(ajv)
+    ajv.addSchema({ ...doc, $id: "https://syllabus.test/openapi.json" })
+    const failures: Array<string> = []
+    for (const { path, method, op } of operationsOf(doc)) {
+      // Each media type with the pointer to it, a response shared in components validated through its own schema.
+      const media: Array<[Array<string>, any]> = [
+        ...Object.entries<any>(op.requestBody?.content ?? {}).map(([type, m]): [Array<string>, any] => [
+          ["paths", path, method, "requestBody", "content", type],
+          m
+        ]),
+        ...Object.entries<any>(op.responses).flatMap(([status, r]) => {
+          const base = r.$ref ? r.$ref.slice(2).split("/") : ["paths", path, method, "responses", status]
+          return Object.entries<any>(deref(r).content ?? {}).map(([type, m]): [Array<string>, any] => [[...base, "content", type], m])
+        })
+      ]
+      for (const [where, m] of media) {
+        if (m.schema?.$ref === undefined && m.schema?.properties === undefined && m.schema?.anyOf === undefined) continue
+        const pointer = [...where, "schema"].map((p) => p.replaceAll("~", "~0").replaceAll("/", "~1")).join("/")
+        const validate = ajv.compile({ $ref: `https://syllabus.test/openapi.json#/${pointer}` })
+        const values = m.example !== undefined ? [m.example] : Object.values<any>(m.examples ?? {}).map((e) => deref(e).value)
+        for (const value of values) if (!validate(value)) failures.push(`${op.operationId} ${pointer}: ${ajv.errorsText(validate.errors)}`)
+      }
+    }
+    expect(failures).toEqual([])
+  })
+})
+
+describe("OpenAPI description: no text Effect generated", () => {
+  it("has no description Effect writes for a refinement (a string at most 200 character(s) long…)", () => {
+    const generated = [...walk(doc)].filter(([key, value]) => key === "description" && typeof value === "string" && /^an? [a-z]/.test(value))
+    expect(generated).toEqual([])
+    expect(parameter(doc.paths["/products"].get, "q", "query").description).toMatch(/^Text searched for/)
+  })
+
+  it("ends no summary with a period: they are sidebar lines", () => {
+    expect(operationsOf(doc).filter(({ op }) => op.summary.endsWith(".")).map(({ op }) => op.operationId)).toEqual([])
   })
 })

@@ -37,7 +37,7 @@ describe("router", () => {
   })
 
   it("tells a known path with another method from an unknown path", () => {
-    expect(route("DELETE", "/credentials/crd_123456789")).toEqual({ _tag: "MethodNotAllowed", allowed: ["GET", "PATCH"] })
+    expect(route("DELETE", "/credentials/crd_123456789")).toEqual({ _tag: "MethodNotAllowed", allowed: ["GET", "PATCH", "HEAD"] })
     expect(route("GET", "/nope")._tag).toBe("NotFound")
     expect(route("GET", "/credentials/a/b")._tag).toBe("NotFound")
   })

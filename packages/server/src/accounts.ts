@@ -1,9 +1,27 @@
 /**
- * Opening accounts from the server: the demo account of `pnpm start`, and the operator's
- * `create-account` command. Secrets are printed once and never stored in clear.
+ * Opening accounts from the server: the demo account of `start --demo`, the operator's
+ * `create-account`, and `issue-credentials` for an account whose secrets were lost. Secrets
+ * are printed once and stored only as keyed hashes: they can never be shown again.
  */
-import { Ids, openAccount, type OpenedAccount } from "@syllabus/core"
-import { Effect } from "effect"
+import {
+  ACCOUNT_TYPE,
+  accountHome,
+  ADMINISTRATOR_TYPE,
+  AdministratorPassword,
+  CREDENTIAL_TYPE,
+  credentialData,
+  environments,
+  Ids,
+  newSecret,
+  openAccount,
+  type OpenedAccount,
+  PASSWORD_LENGTH,
+  Records,
+  SECRET_HASH_KEY,
+  type StoredRecord,
+  UnitOfWork
+} from "@syllabus/core"
+import { Clock, Effect, Either, Schema } from "effect"
 
 export interface AccountRequest {
   readonly name: string
@@ -21,25 +39,32 @@ export const DEMO_ACCOUNT: AccountRequest = {
   adminPassword: "demo-password"
 }
 
-/** Open the account; when the subdomain is taken, the demo takes another one. */
-export const openAccountFrom = (request: AccountRequest, { demo }: { readonly demo: boolean }) =>
-  Effect.gen(function* () {
-    const attempt = (subdomain: string) =>
-      openAccount({
-        name: request.name,
-        subdomain,
-        administrator: { email: request.adminEmail, name: request.adminName, password: request.adminPassword }
-      })
-    return yield* attempt(request.subdomain).pipe(
-      Effect.catchTag("UniqueViolation", (e) =>
-        demo
-          ? Effect.flatMap(Ids, (ids) => ids.next("account")).pipe(
-              Effect.flatMap((id) => attempt(`${request.subdomain}-${id.slice(-6).toLowerCase()}`))
-            )
-          : Effect.fail(e)
-      )
-    )
+/** Why the API would refuse this administrator password (the same rule), or `undefined`. */
+export const passwordProblem = (password: string): string | undefined =>
+  Either.isRight(Schema.decodeUnknownEither(AdministratorPassword)(password))
+    ? undefined
+    : `the administrator password must be ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters long, as the API requires`
+
+export const openAccountFrom = (request: AccountRequest) =>
+  openAccount({
+    name: request.name,
+    subdomain: request.subdomain,
+    administrator: { email: request.adminEmail, name: request.adminName, password: request.adminPassword }
   })
+
+/** The account of a subdomain, if one is open. */
+export const findAccount = (subdomain: string) =>
+  Effect.flatMap(Records, (records) => records.findUnique("global", ACCOUNT_TYPE, { name: "subdomain", value: subdomain.toLowerCase() }))
+
+/**
+ * The demo account of `start --demo`: opened the first time, reused afterwards (a server on a
+ * database restarts onto the account it opened before, instead of opening one more).
+ */
+export const demoAccount = Effect.gen(function* () {
+  const existing = yield* findAccount(DEMO_ACCOUNT.subdomain)
+  if (existing) return { _tag: "Existing", account: existing } as const
+  return { _tag: "Opened", opened: yield* openAccountFrom(DEMO_ACCOUNT) } as const
+})
 
 export const describeAccount = (opened: OpenedAccount, request: AccountRequest): string => {
   const lines = [
@@ -50,3 +75,63 @@ export const describeAccount = (opened: OpenedAccount, request: AccountRequest):
   ]
   return lines.join("\n")
 }
+
+/** What `start --demo` says when the demo account was opened by an earlier run. */
+export const describeExistingDemo = (account: StoredRecord): string =>
+  [
+    `Demo account ${String(account.data.name)} (${account.id}, subdomain ${String(account.data.subdomain)}) already exists in this database; reusing it.`,
+    "Its secrets were printed when it was opened; they are stored only as hashes and cannot be shown again.",
+    `New ones: syllabus-server issue-credentials --subdomain ${String(account.data.subdomain)} (the old ones stay valid until revoked).`
+  ].join("\n")
+
+/**
+ * A new full-access credential per environment for an account, linked to its first active
+ * administrator, as the account's own were: for an operator who lost the secrets.
+ */
+export const issueCredentials = (subdomain: string) =>
+  Effect.gen(function* () {
+    const account = yield* findAccount(subdomain)
+    if (!account) return yield* Effect.fail(new Error(`No account has the subdomain ${subdomain}.`))
+    const records = yield* Records
+    const ids = yield* Ids
+    const uow = yield* UnitOfWork
+    const now = yield* Clock.currentTimeMillis
+    const admins = yield* records.list(accountHome(account.id), ADMINISTRATOR_TYPE, {
+      where: [],
+      sort: { field: "id", kind: "text", direction: "asc" },
+      limit: 200
+    })
+    const admin = admins.find((a) => a.data.status === "active")
+    if (!admin) return yield* Effect.fail(new Error(`The account ${account.id} has no active administrator to link the credentials to.`))
+    const linkedAt = new Date(now).toISOString()
+    const credentials = yield* uow.transaction(
+      Effect.forEach(environments, (environment) =>
+        Effect.gen(function* () {
+          const id = yield* ids.next("credential")
+          const secret = yield* newSecret(environment)
+          const data = credentialData({
+            id,
+            name: `Operator ${environment} credential`,
+            purpose: "Issued by the operator (issue-credentials)",
+            authMode: "both",
+            environment,
+            expiresAt: null,
+            createdBy: { id: admin.id, kind: "admin" },
+            policies: [{ capabilities: null, template: "full_access", resources: null }],
+            secret,
+            administrators: [{ administrator_id: admin.id, linked_at: linkedAt }],
+            now
+          })
+          yield* records.insert({ accountId: account.id, environment }, CREDENTIAL_TYPE, id, data, [
+            { name: SECRET_HASH_KEY, value: secret.hash, global: true }
+          ])
+          return { environment, id, secret: secret.value }
+        })
+      )
+    )
+    return [
+      `Account ${String(account.data.name)} (${account.id}, subdomain ${String(account.data.subdomain)})`,
+      "New credentials (shown once, store them now):",
+      ...credentials.map((c) => `  ${c.environment.padEnd(10)} ${c.id}  ${c.secret}`)
+    ].join("\n")
+  })

@@ -14,6 +14,8 @@ export const ServerConfig = Config.all({
   allowLocalWebhooks: Config.boolean("ALLOW_LOCAL_WEBHOOKS").pipe(Config.withDefault(false)),
   docsUrl: Config.string("DOCS_URL").pipe(Config.withDefault("https://docs.syllabus.dev")),
   traceRequests: Config.boolean("TRACE_REQUESTS").pipe(Config.withDefault(false)),
+  /** The access log: one JSON line per request on stdout (`on`, the default), or none (`off`). */
+  requestLog: Config.literal("on", "off")("REQUEST_LOG").pipe(Config.withDefault("on" as const)),
   /** Deadlines (docs/reliability.md, "Fail closed on a stalled database"): unset keeps the defaults. */
   requestDeadlineMs: Config.option(Config.integer("REQUEST_DEADLINE_MS")),
   uploadRequestDeadlineMs: Config.option(Config.integer("UPLOAD_REQUEST_DEADLINE_MS")),

@@ -4,13 +4,26 @@
  *
  *   syllabus-server [--demo]          serve on PORT/HOST (in memory unless DATABASE_URL is set)
  *   syllabus-server create-account --name N --subdomain S --admin-email E --admin-name A --admin-password P
+ *   syllabus-server issue-credentials --subdomain S   new secrets for an account that lost its own
+ *
+ * The two commands write to the database of DATABASE_URL: without one they refuse (an account
+ * opened in memory would vanish with the command, its printed secrets with it).
  */
-import { type EdgeLimits, makeNodeEdge, syllabusLayer } from "@syllabus/http"
+import { type EdgeLimits, jsonLinesTo, makeNodeEdge, syllabusLayer } from "@syllabus/http"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
 import { parseArgs } from "node:util"
-import { type AccountRequest, DEMO_ACCOUNT, describeAccount, openAccountFrom } from "./accounts.js"
+import {
+  type AccountRequest,
+  DEMO_ACCOUNT,
+  demoAccount,
+  describeAccount,
+  describeExistingDemo,
+  issueCredentials,
+  openAccountFrom,
+  passwordProblem
+} from "./accounts.js"
 import { configuredKeys, deadlineSettingsOf, ServerConfig } from "./config.js"
 import { fileStorageLayer, storeLayer } from "./store.js"
 
@@ -39,13 +52,28 @@ const program = Effect.gen(function* () {
     settings: {
       docsUrl: config.docsUrl,
       traceRequests: config.traceRequests,
+      // One JSON line per request on stdout (REQUEST_LOG=off silences it).
+      ...(config.requestLog === "on" ? { accessLog: jsonLinesTo(process.stdout) } : {}),
       ...deadlineSettingsOf(config),
       ...Option.match(config.bodyTimeoutMs, { onNone: () => ({}), onSome: (bodyTimeoutMs) => ({ bodyTimeoutMs }) }),
       ...Option.match(config.partBodyTimeoutMs, { onNone: () => ({}), onSome: (partBodyTimeoutMs) => ({ partBodyTimeoutMs }) })
     }
   })
 
-  if (positionals[0] === "create-account") {
+  const command = positionals[0]
+  if ((command === "create-account" || command === "issue-credentials") && store.kind === "memory") {
+    return yield* Effect.fail(
+      new UsageError(
+        `${command} needs DATABASE_URL: without a database the account would live in this command's memory and vanish when it exits, its secrets with it.`
+      )
+    )
+  }
+  if (command === "issue-credentials") {
+    if (values.subdomain === undefined || values.subdomain === "") return yield* Effect.fail(new UsageError("issue-credentials needs --subdomain"))
+    yield* Console.log(yield* issueCredentials(values.subdomain).pipe(Effect.provide(services)))
+    return
+  }
+  if (command === "create-account") {
     const request: AccountRequest = {
       name: values.name ?? "",
       subdomain: values.subdomain ?? "",
@@ -54,13 +82,18 @@ const program = Effect.gen(function* () {
       adminPassword: values["admin-password"] ?? ""
     }
     if (Object.values(request).some((v) => v === "")) {
-      return yield* Effect.fail(new Error("create-account needs --name, --subdomain, --admin-email, --admin-name and --admin-password"))
+      return yield* Effect.fail(new UsageError("create-account needs --name, --subdomain, --admin-email, --admin-name and --admin-password"))
     }
-    const opened = yield* openAccountFrom(request, { demo: false }).pipe(Effect.provide(services))
+    const weak = passwordProblem(request.adminPassword)
+    if (weak !== undefined) return yield* Effect.fail(new UsageError(`create-account: ${weak}.`))
+    const opened = yield* openAccountFrom(request).pipe(
+      Effect.catchTag("UniqueViolation", () => Effect.fail(new UsageError(`create-account: the subdomain ${request.subdomain} is taken.`))),
+      Effect.provide(services)
+    )
     yield* Console.log(describeAccount(opened, request))
     return
   }
-  if (positionals.length > 0) return yield* Effect.fail(new Error(`Unknown command: ${positionals.join(" ")}`))
+  if (positionals.length > 0) return yield* Effect.fail(new UsageError(`Unknown command: ${positionals.join(" ")}`))
 
   const seedDemo = values.demo || store.kind === "memory"
   // The app behind the edge (docs/reliability.md, "Hostile clients"): caps on unfinished
@@ -93,8 +126,8 @@ const program = Effect.gen(function* () {
     Layer.effectDiscard(
       Effect.gen(function* () {
         if (seedDemo) {
-          const opened = yield* openAccountFrom(DEMO_ACCOUNT, { demo: true })
-          yield* Console.log(describeAccount(opened, DEMO_ACCOUNT))
+          const demo = yield* demoAccount
+          yield* Console.log(demo._tag === "Opened" ? describeAccount(demo.opened, DEMO_ACCOUNT) : describeExistingDemo(demo.account))
         }
         yield* Console.log(
           `Syllabus serving /api/v3 on http://${config.host}:${config.port} (${store.kind} store${config.rateLimits === "off" ? ", rate limits off" : ""})`
@@ -114,4 +147,18 @@ const edgeLimitsOf = (config: ServerConfig): Partial<EdgeLimits> => {
   return limits
 }
 
-NodeRuntime.runMain(program as Effect.Effect<void, unknown, never>)
+/** A command used wrongly: its message alone on stderr, and exit code 2. */
+class UsageError extends Error {}
+
+NodeRuntime.runMain(
+  (program as Effect.Effect<void, unknown, never>).pipe(
+    Effect.catchIf(
+      (error): error is UsageError => error instanceof UsageError,
+      (error) =>
+        Effect.sync(() => {
+          process.stderr.write(`syllabus-server: ${error.message}\n`)
+          process.exitCode = 2
+        })
+    )
+  )
+)

@@ -99,7 +99,10 @@ export const readDescription = (doc: any): Description => {
           schemaPointer:
             resolved.content?.["application/json"]?.schema === undefined
               ? undefined
-              : ["paths", path, method, "responses", status, "content", "application/json", "schema"].map(escapePointer).join("/"),
+              : // A response shared in `components/responses` is pointed to there.
+                [...(typeof response.$ref === "string" ? response.$ref.slice(2).split("/") : ["paths", path, method, "responses", status]), "content", "application/json", "schema"]
+                  .map(escapePointer)
+                  .join("/"),
           headers: Object.keys(resolved.headers ?? {}).map((h) => h.toLowerCase()),
           requiresData: (resolved.content?.["application/json"]?.schema?.required ?? []).includes("data")
         })

@@ -15,7 +15,6 @@ export const fixtureKinds = {
   lesson: "les",
   taxonomy: "tax",
   taxonomy_term: "ttm",
-  tag_group: "tgr",
   tag: "tag",
   custom_field: "cfd",
   banner: "bnr",
@@ -40,7 +39,7 @@ export type Fixtures = Readonly<Record<FixtureKind, string>>
 export const allPrefixes = [
   "prd", "mod", "les", "exm", "exq", "qst", "tax", "ttm", "dlv", "usr", "whk", "whd", "wha", "shw", "bnr", "tag", "cfd",
   "adm", "enr", "tkt", "cmt", "dpt", "faq", "gtw", "sev", "crd", "op", "opi", "evt", "evs", "fil", "upl", "req", "aud",
-  "lgt", "tac", "dom", "rpl", "pln", "tgr", "nav", "att", "acc", "rst"
+  "lgt", "tac", "dom", "rpl", "pln", "nav", "att", "acc", "rst"
 ] as const
 
 /** The fixture a path parameter names, by the parameter's name. */
@@ -51,7 +50,6 @@ export const pathParamFixture: Readonly<Record<string, FixtureKind>> = {
   lesson_id: "lesson",
   taxonomy_id: "taxonomy",
   taxonomy_term_id: "taxonomy_term",
-  tag_group_id: "tag_group",
   tag_id: "tag",
   custom_field_id: "custom_field",
   banner_id: "banner",
@@ -87,8 +85,7 @@ export const fieldFixture = (operationId: string, name: string | undefined): Fix
     module_id: "module",
     target_module_id: "module",
     parent_id: "navigation_item",
-    tag_group_id: "tag_group",
-    administrator_id: "administrator",
+      administrator_id: "administrator",
     event_ids: "event",
     credential_id: "credential",
     resource_id: "product",
@@ -125,8 +122,7 @@ export const makeFixtures = async (h: Harness, tag: string): Promise<Fixtures> =
   await create("lesson", `/products/${product}/lessons`, { name: "Fuzz lesson", module_id: module })
   const taxonomy = await create("taxonomy", `/products/${product}/taxonomies`, { name: "Category", plural_name: "Categories" })
   await create("taxonomy_term", `/products/${product}/taxonomies/${taxonomy}/terms`, { name: "Fuzz term" })
-  const group = await create("tag_group", "/tag-groups", { name: `Fuzz group ${tag}` })
-  await create("tag", "/tags", { name: `Fuzz tag ${tag}`, tag_group_id: group })
+  await create("tag", "/tags", { name: `Fuzz tag ${tag}` })
   await create("custom_field", "/custom-fields", { key: `fuzz_${tag.replace(/[^a-z0-9_]/g, "_")}`, label: "Fuzz field", type: "text" })
   await create("banner", "/banners", { name: "Fuzz banner" })
   await create("navigation_item", "/navigation", { label: "Fuzz home", url: "/" })

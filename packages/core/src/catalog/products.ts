@@ -16,7 +16,7 @@
  * - A product whose position shifts because another one moved gets a new revision and the
  *   event `product.reordered`.
  * - `lessons_count` and `modules_count` are kept by the content group through
- *   `adjustProductCounts` (new revision, same `updated_at`, no event of their own).
+ *   `adjustProductCounts` (new revision and `updated_at`, no event of their own).
  */
 import { Effect, Option, Schema } from "effect"
 import { Caller } from "../access/context.js"
@@ -45,6 +45,7 @@ import {
   saveResource
 } from "../records/resource.js"
 import { Bool, Enum, Integer, PublicId, Text } from "../records/schema.js"
+import { currentTimestamp } from "../records/time.js"
 import { requireFile } from "../uploads/uploads.js"
 import { showcases } from "./showcases.js"
 
@@ -261,8 +262,14 @@ export const products: ResourceDefinition = defineResource({
       description: "Created `draft`; published through `POST /products/{product_id}/publications`; a PATCH sets only `draft` (on a replica, either)."
     }),
     position: Schema.Int.annotations({ description: "1-based, dense within the showcase." }),
-    lessons_count: Schema.Int,
-    modules_count: Schema.Int,
+    // A count that moves changes the product's representation: its `revision` (the ETag covers the
+    // whole product) and its `updated_at` change with it, always together.
+    lessons_count: Schema.Int.annotations({
+      description: "Non-trashed lessons of the product. When it changes, the product's `revision` (its ETag) and `updated_at` change too."
+    }),
+    modules_count: Schema.Int.annotations({
+      description: "Non-trashed modules of the product. When it changes, the product's `revision` (its ETag) and `updated_at` change too."
+    }),
     display: Display,
     definitions: Definitions,
     offer: Offer
@@ -348,8 +355,10 @@ export const products: ResourceDefinition = defineResource({
     showcase_id: equalsFilter("showcase_id", Schema.String.annotations({ description: "Products of this showcase." })),
     external_id: equalsFilter("external_id", Schema.String.annotations({ description: "The product with this `external_id`." }))
   },
+  // Newest first unless `sort` says otherwise.
+  defaultReversed: true,
   sorts: [
-    { name: "created_at", field: "id", kind: "text", direction: "desc" },
+    { name: "created_at", field: "id", kind: "text" },
     { name: "name", field: "name", kind: "text" },
     { name: "position", field: "position", kind: "number" }
   ],
@@ -465,8 +474,9 @@ export const productsOperationKinds: Readonly<Record<string, OperationKind>> = {
 /**
  * Keep `lessons_count` / `modules_count` in step, inside the caller's unit of work (e.g.
  * `adjustProductCounts(tenant, productId, { lessons: +1 })` when a lesson is created). Never
- * below zero. A derived count is not an edit: the revision changes (the ETag must), `updated_at`
- * does not, and no event of its own is emitted.
+ * below zero. The representation changed, so the revision changes (the ETag of a product covers
+ * all of it, §4.3) and `updated_at` with it: they always agree, `updated_at` is when the
+ * representation last changed. A derived count is not an edit of its own: no event is emitted.
  */
 export const adjustProductCounts = (
   tenant: Tenant,
@@ -483,7 +493,12 @@ export const adjustProductCounts = (
         tenant,
         PRODUCT_TYPE,
         productId,
-        { ...record.data, lessons_count: count("lessons_count", by.lessons), modules_count: count("modules_count", by.modules) },
+        {
+          ...record.data,
+          lessons_count: count("lessons_count", by.lessons),
+          modules_count: count("modules_count", by.modules),
+          updated_at: yield* currentTimestamp
+        },
         { expectedRevision: record.revision }
       )
       .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("revision_mismatch") : writeUnavailable(e))))

@@ -44,8 +44,10 @@ export const showcases = defineResource({
   replicable: true,
   revision: "string",
   filters: { status: equalsFilter("status", Status) },
+  // Newest first unless `sort` says otherwise.
+  defaultReversed: true,
   sorts: [
-    { name: "created_at", field: "id", kind: "text", direction: "desc" },
+    { name: "created_at", field: "id", kind: "text" },
     { name: "name", field: "name", kind: "text" }
   ],
   search: ["name"]

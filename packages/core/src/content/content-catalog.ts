@@ -37,6 +37,7 @@ import {
   saveResource
 } from "../records/resource.js"
 import { Enum, Integer, PublicId, Text } from "../records/schema.js"
+import { currentTimestamp } from "../records/time.js"
 
 export const MODULE_TYPE = "module"
 export const LESSON_TYPE = "lesson"
@@ -147,7 +148,7 @@ const arrange = (definition: ResourceDefinition, scopeField: string, scopeId: st
     )
   })
 
-/** A module's `lessons_count`, recounted (a derived count: new revision, no event). */
+/** A module's `lessons_count`, recounted (a derived count: new revision and `updated_at`, which always agree; no event). */
 const recountLessons = (moduleId: string) =>
   Effect.gen(function* () {
     const caller = yield* Caller
@@ -163,7 +164,9 @@ const recountLessons = (moduleId: string) =>
     const count = group?.count ?? 0
     if (module.data.lessons_count === count) return
     yield* records
-      .update(caller.tenant, MODULE_TYPE, moduleId, { ...module.data, lessons_count: count }, { expectedRevision: module.revision })
+      .update(caller.tenant, MODULE_TYPE, moduleId, { ...module.data, lessons_count: count, updated_at: yield* currentTimestamp }, {
+        expectedRevision: module.revision
+      })
       .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("revision_mismatch") : writeUnavailable(e))))
   })
 
@@ -188,7 +191,7 @@ export const modules: ResourceDefinition = defineResource({
         "Created `draft`; published with its lessons through `POST .../modules/{module_id}/publications`; a PATCH sets only `draft` (on a replica, either)."
     }),
     position: Schema.Int.annotations({ description: "1-based, dense within the product." }),
-    lessons_count: Schema.Int.annotations({ description: "Non-trashed lessons of the module." })
+    lessons_count: Schema.Int.annotations({ description: "Non-trashed lessons of the module. When it changes, the module's `revision` and `updated_at` change too." })
   },
   create: Schema.Struct({
     name: Text({ min: 1, max: 200 }),

@@ -113,6 +113,8 @@ export interface DetailItem {
   /** Message parameters; the message itself is chosen by language at the wire. */
   readonly params?: Readonly<Record<string, string | number>>
   readonly reason?: string
+  /** The values that would have been accepted (an enum, a `sort`): sent as `allowed` and named in the message. */
+  readonly allowed?: ReadonlyArray<string>
 }
 
 /** A limit line of the 429 body (§8.1). */

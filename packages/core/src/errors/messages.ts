@@ -150,7 +150,7 @@ const enUS: MessageCatalog = {
   not_found: "The requested resource was not found.",
   operation_not_catalogued: "The route is not a recognized public operation.",
   not_acceptable: "The Accept header must allow application/json.",
-  unsupported_media_type: "The request Content-Type must be application/json.",
+  unsupported_media_type: "The request Content-Type is not accepted by this operation (expected: {expected}).",
   payload_too_large: "The request body exceeds the 1 MiB limit.",
   malformed_json: "The request body is not valid JSON or is not a JSON object.",
   json_too_deep: "The request body exceeds the maximum JSON nesting depth of 16 levels.",
@@ -213,7 +213,7 @@ const enUS: MessageCatalog = {
   plan_invalid: "The declarative manifest is invalid.",
   plan_stale: "The plan was computed against a state that has since changed; compute a new plan.",
   plan_expired: "The plan has expired; compute a new plan.",
-  invalid: "The value is not a valid public ID.",
+  invalid: "The value is not a valid public ID (expected {prefix} followed by 9 letters or digits encoding a number from 1 to 2^53 - 1).",
   required: "This value is required.",
   invalid_type: "The value has the wrong type (expected: {expected}).",
   invalid_value: "The value is not accepted (allowed values: {allowed}).",
@@ -240,7 +240,7 @@ const ptBR: MessageCatalog = {
   not_found: "O recurso solicitado não foi encontrado.",
   operation_not_catalogued: "A rota não corresponde a uma operação pública reconhecida.",
   not_acceptable: "O cabeçalho Accept deve permitir application/json.",
-  unsupported_media_type: "O Content-Type da requisição deve ser application/json.",
+  unsupported_media_type: "O Content-Type da requisição não é aceito por esta operação (esperado: {expected}).",
   payload_too_large: "O corpo da requisição excede o limite de 1 MiB.",
   malformed_json: "O corpo da requisição não é um JSON válido ou não é um objeto JSON.",
   json_too_deep: "O corpo da requisição excede a profundidade máxima de aninhamento JSON de 16 níveis.",
@@ -304,7 +304,7 @@ const ptBR: MessageCatalog = {
   plan_invalid: "O manifesto declarativo é inválido.",
   plan_stale: "O plano foi calculado sobre um estado que mudou desde então; gere um novo plano.",
   plan_expired: "O plano expirou; gere um novo plano.",
-  invalid: "O valor não é um ID público válido.",
+  invalid: "O valor não é um ID público válido (esperado {prefix} seguido de 9 letras ou dígitos que codificam um número de 1 a 2^53 - 1).",
   required: "Este valor é obrigatório.",
   invalid_type: "O valor tem o tipo errado (esperado: {expected}).",
   invalid_value: "O valor não é aceito (valores permitidos: {allowed}).",
@@ -332,7 +332,7 @@ const esES: MessageCatalog = {
   not_found: "No se ha encontrado el recurso solicitado.",
   operation_not_catalogued: "La ruta no corresponde a ninguna operación pública reconocida.",
   not_acceptable: "La cabecera Accept debe admitir application/json.",
-  unsupported_media_type: "El Content-Type de la solicitud debe ser application/json.",
+  unsupported_media_type: "Esta operación no admite el Content-Type de la solicitud (se espera: {expected}).",
   payload_too_large: "El cuerpo de la solicitud supera el límite de 1 MiB.",
   malformed_json: "El cuerpo de la solicitud no es un JSON válido o no es un objeto JSON.",
   json_too_deep: "El cuerpo de la solicitud supera la profundidad máxima de anidamiento JSON de 16 niveles.",
@@ -403,7 +403,7 @@ const esES: MessageCatalog = {
   plan_invalid: "El manifiesto declarativo no es válido.",
   plan_stale: "El plan se calculó sobre un estado que ha cambiado desde entonces; genere un plan nuevo.",
   plan_expired: "El plan ha caducado; genere un plan nuevo.",
-  invalid: "El valor no es un ID público válido.",
+  invalid: "El valor no es un ID público válido (se espera {prefix} seguido de 9 letras o dígitos que codifican un número de 1 a 2^53 - 1).",
   required: "Este valor es obligatorio.",
   invalid_type: "El valor tiene un tipo incorrecto (se esperaba: {expected}).",
   invalid_value: "El valor no se admite (valores permitidos: {allowed}).",
@@ -430,7 +430,7 @@ const frFR: MessageCatalog = {
   not_found: "La ressource demandée est introuvable.",
   operation_not_catalogued: "La route ne correspond à aucune opération publique reconnue.",
   not_acceptable: "L'en-tête Accept doit autoriser application/json.",
-  unsupported_media_type: "Le Content-Type de la requête doit être application/json.",
+  unsupported_media_type: "Le Content-Type de la requête n'est pas accepté par cette opération (attendu : {expected}).",
   payload_too_large: "Le corps de la requête dépasse la limite de 1 Mio.",
   malformed_json: "Le corps de la requête n'est pas un JSON valide ou n'est pas un objet JSON.",
   json_too_deep: "Le corps de la requête dépasse la profondeur d'imbrication JSON maximale de 16 niveaux.",
@@ -503,7 +503,7 @@ const frFR: MessageCatalog = {
   plan_invalid: "Le manifeste déclaratif est invalide.",
   plan_stale: "Le plan a été calculé sur un état qui a changé depuis ; générez un nouveau plan.",
   plan_expired: "Le plan a expiré ; générez un nouveau plan.",
-  invalid: "La valeur n'est pas un ID public valide.",
+  invalid: "La valeur n'est pas un ID public valide (attendu : {prefix} suivi de 9 lettres ou chiffres codant un nombre de 1 à 2^53 - 1).",
   required: "Cette valeur est obligatoire.",
   invalid_type: "La valeur n'a pas le bon type (attendu : {expected}).",
   invalid_value: "La valeur n'est pas acceptée (valeurs autorisées : {allowed}).",
@@ -519,6 +519,26 @@ export const messages: { readonly [L in Language]: { readonly [C in DetailCode]:
   "pt-BR": ptBR,
   "es-ES": esES,
   "fr-FR": frFR
+}
+
+/**
+ * Messages that name the problem more exactly than the code's own, chosen by the error's or
+ * the item's `reason` (`<code>.<reason>`): a well-formed ID in a body whose record does not
+ * exist is `validation_failed` with reason `not_found`, and says so.
+ */
+export const reasonMessages: { readonly [L in Language]: Readonly<Record<string, string>> } = {
+  "en-US": {
+    "validation_failed.not_found": "No record with this ID exists, or it is outside the credential's scope."
+  },
+  "pt-BR": {
+    "validation_failed.not_found": "Não existe registro com este ID, ou ele está fora do escopo da credencial."
+  },
+  "es-ES": {
+    "validation_failed.not_found": "No existe ningún registro con este ID, o está fuera del alcance de la credencial."
+  },
+  "fr-FR": {
+    "validation_failed.not_found": "Aucun enregistrement n'existe avec cet ID, ou il est hors de la portée de l'identifiant."
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,13 +596,18 @@ export const formatMessage = (
     .trim()
 }
 
-/** The message of a code in a language, with its placeholders filled from `params`. */
+/**
+ * The message of a code in a language, with its placeholders filled from `params`; with a
+ * `reason` that has a message of its own (`reasonMessages`), that one.
+ */
 export const renderMessage = (
   language: Language,
   code: DetailCode,
-  params?: Readonly<Record<string, string | number>>
+  params?: Readonly<Record<string, string | number>>,
+  reason?: string
 ): string => {
+  const byReason = reason === undefined ? undefined : (reasonMessages[language] ?? reasonMessages[defaultLanguage])[`${code}.${reason}`]
   const catalog = messages[language] ?? messages[defaultLanguage]
-  const template = catalog[code] ?? messages[defaultLanguage][code] ?? code
+  const template = byReason ?? catalog[code] ?? messages[defaultLanguage][code] ?? code
   return formatMessage(template, params)
 }

@@ -67,6 +67,7 @@ export const emitEvent = Effect.fn("emitEvent")(function* (
   yield* records
     .insert(caller.tenant, EVENT_TYPE, id, event)
     .pipe(Effect.mapError(writeUnavailable))
+  return eventView(event)
 })
 
 

@@ -168,6 +168,8 @@ export const getOperation = Effect.fn("Operations.get")(function* (id: string) {
 export const listOperations = Effect.fn("Operations.list")(function* (query: {
   readonly limit: number
   readonly cursor: string | undefined
+  /** `created_at` oldest first, `-created_at` (the default) newest first (§4.2). */
+  readonly sort?: string | undefined
   readonly status: string | undefined
   readonly type: string | undefined
 }) {
@@ -181,7 +183,7 @@ export const listOperations = Effect.fn("Operations.list")(function* (query: {
       ...(query.status ? [{ field: "status", op: "eq" as const, value: query.status }] : []),
       ...(query.type ? [{ field: "type", op: "eq" as const, value: query.type }] : [])
     ],
-    sort: { field: "id", kind: "text", direction: "desc" },
+    sort: { field: "id", kind: "text", direction: query.sort === "created_at" ? "asc" : "desc" },
     limit: query.limit,
     cursor: query.cursor,
     collection: `operations:${query.status ?? ""}:${query.type ?? ""}`

@@ -30,7 +30,10 @@ import { Email } from "./people-users.js"
 import { acceptedTotpCodes, base32Encode, TOTP_DIGITS, TOTP_STEP_SECONDS } from "./totp.js"
 
 
-const Password = Text({ min: 12, max: 256 }).annotations({ description: "Write-only; at least 12 characters." })
+/** An administrator's password, wherever one is set (the API, and the server's `create-account`). */
+export const PASSWORD_LENGTH = { min: 12, max: 256 } as const
+export const AdministratorPassword = Text(PASSWORD_LENGTH).annotations({ description: "Write-only; at least 12 characters." })
+const Password = AdministratorPassword
 
 export const CreateAdministratorBody = Schema.Struct({
   email: Email,

@@ -120,8 +120,10 @@ export const users = defineResource({
       description: "Exact email, any case. Needs `users.read_personal`."
     }
   },
+  // Newest first unless `sort` says otherwise.
+  defaultReversed: true,
   sorts: [
-    { name: "created_at", field: "id", kind: "text", direction: "desc" },
+    { name: "created_at", field: "id", kind: "text" },
     { name: "name", field: "name", kind: "text" }
   ],
   search: ["name"]
@@ -153,46 +155,26 @@ export const tags = defineResource({
   tag: "People",
   fields: {
     name: Schema.String,
-    tag_group_id: Schema.NullOr(Schema.String).annotations({ description: "The tag group the tag belongs to (`tgr_…`), or `null`." }),
     users_count: Schema.Int.annotations({
       description: "Users holding the tag, those in the trash included (their tags come back with them)."
     })
   },
-  create: Schema.Struct({
-    name: Text({ min: 1, max: 200 }),
-    tag_group_id: Schema.optional(Schema.NullOr(PublicId("tag_group")))
-  }),
-  update: Schema.Struct({
-    name: Schema.optional(Text({ min: 1, max: 200 })),
-    tag_group_id: Schema.optional(Schema.NullOr(PublicId("tag_group")))
-  }),
-  defaults: (body) => Effect.succeed({ name: body.name, tag_group_id: body.tag_group_id ?? null, users_count: 0 }),
+  create: Schema.Struct({ name: Text({ min: 1, max: 200 }) }),
+  update: Schema.Struct({ name: Schema.optional(Text({ min: 1, max: 200 })) }),
+  defaults: (body) => Effect.succeed({ name: body.name, users_count: 0 }),
   rules: {
-    check: (data, previous) =>
-      typeof data.tag_group_id === "string" && data.tag_group_id !== previous?.tag_group_id
-        ? requireRecord("tag_group", data.tag_group_id, "tag_group_id")
-        : Effect.void,
     beforeDelete: (record) =>
       Effect.flatMap(holders([record.id]), (counts) => ((counts.get(record.id) ?? 0) > 0 ? Effect.fail(apiError("tag_in_use")) : Effect.void))
   },
   unique: ["name"],
   trash: false,
   revision: "string",
-  filters: { tag_group_id: equalsFilter("tag_group_id", Schema.String, "Tags of this tag group.") },
   sorts: [
     { name: "name", field: "name", kind: "text" },
     { name: "created_at", field: "id", kind: "text" }
   ],
   search: ["name"]
 })
-
-/** A record the body refers to must exist in the caller's tenant: else 422 on the field. */
-const requireRecord = (type: string, id: string, field: string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const found = yield* Effect.flatMap(Records, (records) => records.get(caller.tenant, type, id)).pipe(Effect.mapError(readUnavailable))
-    if (!found || found.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
-  })
 
 /** How many users hold each of these tags. */
 const holders = (tagIds: ReadonlyArray<string>) =>

@@ -1,6 +1,5 @@
 /**
- * Resources of the "people" group (3.1.0): users, tags, custom fields and administrators
- * (tag groups have their own file).
+ * Resources of the "people" group (3.1.0): users, tags, custom fields and administrators.
  *
  * Only custom fields are served by the derived routes as they are. Users and tags need a
  * view that depends on the caller or on other records (personal data shown only with

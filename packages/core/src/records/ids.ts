@@ -49,7 +49,6 @@ export const idPrefixes = {
   replica: "rpl",
   plan: "pln",
   // ours, following the same rule
-  tag_group: "tgr",
   navigation_item: "nav",
   attachment: "att",
   account: "acc",

@@ -110,8 +110,13 @@ export interface ResourceDefinition<
   /** How `revision` is written: the contract has both (`credential`: integer; `product`: string). */
   readonly revision: "integer" | "string"
   readonly filters?: Readonly<Record<string, FilterDefinition>>
-  /** Sort names accepted by `sort` (each also reversed with `-`), first is the default. */
-  readonly sorts: ReadonlyArray<{ readonly name: string; readonly field: string; readonly kind: "text" | "number"; readonly direction?: "asc" | "desc" }>
+  /**
+   * Sort names accepted by `sort`, first is the default. One rule for every collection (§4.2):
+   * `sort=<name>` is ascending (`created_at`: oldest first), a leading `-` reverses.
+   */
+  readonly sorts: ReadonlyArray<{ readonly name: string; readonly field: string; readonly kind: "text" | "number" }>
+  /** Without `sort`, the first sort reversed (as if `-<name>` were sent): e.g. products, newest first. */
+  readonly defaultReversed?: boolean
   /** Fields searched by `q`. */
   readonly search?: ReadonlyArray<string>
   /** Resource-specific rules around the generic writes. */
@@ -269,19 +274,22 @@ export interface ListInput {
   readonly visible: "all" | ReadonlySet<string>
 }
 
+/**
+ * The order of a list for its `sort` parameter, one rule for every collection (§4.2): a
+ * declared name is ascending, a leading `-` reverses; absent, the definition's default.
+ */
+export const resourceSort = (definition: ResourceDefinition, sort: string | undefined): SortSpec => {
+  const first = definition.sorts[0]!
+  const requested = sort ?? (definition.defaultReversed ? `-${first.name}` : first.name)
+  const declared = definition.sorts.find((s) => s.name === requested.replace(/^-/, "")) ?? first
+  return { field: declared.field, kind: declared.kind, direction: requested.startsWith("-") ? "desc" : "asc" }
+}
+
 export const listResources = (definition: ResourceDefinition, input: ListInput) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     yield* requireParent(definition.parent, input.parentIds)
-    const sortName = (input.sort ?? definition.sorts[0]!.name).replace(/^-/, "")
-    const reversed = (input.sort ?? "").startsWith("-")
-    const declared = definition.sorts.find((s) => s.name === sortName) ?? definition.sorts[0]!
-    const direction = declared.direction ?? "asc"
-    const sort: SortSpec = {
-      field: declared.field,
-      kind: declared.kind,
-      direction: reversed ? (direction === "asc" ? "desc" : "asc") : direction
-    }
+    const sort = resourceSort(definition, input.sort)
     const where: Array<Where> = [{ field: "deleted", op: "eq", value: input.deleted }]
     if (definition.parent) where.push({ field: definition.parent.field, op: "eq", value: input.parentIds[definition.parent.field] ?? null })
     for (const [name, value] of Object.entries(input.filters)) {

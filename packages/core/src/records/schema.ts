@@ -3,9 +3,9 @@
  * message parameters) in its message annotation, `code|key=value|…`, so that a decode failure
  * turns into itemized `details` without guessing from English text (see `detailsOf`).
  */
-import { Option, ParseResult, Schema } from "effect"
+import { Option, ParseResult, Schema, SchemaAST } from "effect"
 import type { DetailCode, DetailItem } from "../errors/errors.js"
-import { type IdKind, isId } from "./ids.js"
+import { idPrefixes, type IdKind, isId } from "./ids.js"
 import { parseTimestamp } from "./time.js"
 
 const coded = (code: DetailCode, params: Record<string, string | number> = {}) =>
@@ -40,12 +40,17 @@ export const Integer = (options: { readonly min: number; readonly max: number })
 export const Bool = Schema.Boolean.annotations({ message: () => coded("invalid_type", { expected: "boolean" }) })
 
 export const Enum = <const L extends ReadonlyArray<string>>(...values: L) =>
-  Schema.Literal(...values).annotations({ message: () => coded("invalid_value", { allowed: values.join(", ") }) })
+  // `override`: the message of the union, not one per literal it failed to be.
+  Schema.Literal(...values).annotations({ message: () => ({ message: coded("invalid_value", { allowed: values.join(", ") }), override: true }) })
 
-/** A public ID of one kind in a body: malformed is the item code `invalid` (open-points). */
+/**
+ * A public ID of one kind in a body: malformed (wrong prefix, not 9 base62 characters, or a
+ * number out of range, such as `shw_000000000`: open-points) is the item code `invalid`, whose
+ * message names the expected form.
+ */
 export const PublicId = (kind: IdKind) =>
-  Schema.String.annotations({ message: () => coded("invalid") }).pipe(
-    Schema.filter((s) => isId(kind, s) || coded("invalid")),
+  Schema.String.annotations({ message: () => coded("invalid", { prefix: `${idPrefixes[kind]}_` }) }).pipe(
+    Schema.filter((s) => isId(kind, s) || coded("invalid", { prefix: `${idPrefixes[kind]}_` })),
     Schema.annotations({ jsonSchema: { type: "string", pattern: "^[a-z]{2,3}_[0-9A-Za-z]{9}$" } })
   )
 
@@ -81,12 +86,46 @@ const parseCoded = (message: string): { code: DetailCode; params: Record<string,
   return { code: code as DetailCode, params }
 }
 
+/** The accepted values of a union of literals (a bare `Schema.Literal`, maybe optional); `undefined` for any other schema. */
+const literalValues = (ast: SchemaAST.AST): ReadonlyArray<string> | undefined => {
+  const members: ReadonlyArray<SchemaAST.AST> = SchemaAST.isUnion(ast) ? ast.types : [ast]
+  const literals = members.filter((m): m is SchemaAST.Literal => SchemaAST.isLiteral(m))
+  const others = members.filter((m) => !SchemaAST.isLiteral(m) && !SchemaAST.isUndefinedKeyword(m))
+  return literals.length > 0 && others.length === 0 ? literals.map((l) => String(l.literal)) : undefined
+}
+
+/** For every path where a value failed a union of literals, the values it could have been. */
+const allowedByPath = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Map<string, ReadonlyArray<string>>) => {
+  switch (issue._tag) {
+    case "Pointer":
+      allowedByPath(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path as PropertyKey])], out)
+      return
+    case "Composite":
+    case "Type": {
+      const values = literalValues(issue.ast)
+      if (values !== undefined && !out.has(pathText(path))) out.set(pathText(path), values)
+      if (issue._tag === "Composite") {
+        for (const inner of Array.isArray(issue.issues) ? issue.issues : [issue.issues as ParseResult.ParseIssue]) allowedByPath(inner, path, out)
+      }
+      return
+    }
+    case "Refinement":
+    case "Transformation":
+      allowedByPath(issue.issue, path, out)
+      return
+    default:
+      return
+  }
+}
+
 /**
  * Itemize a decode failure. `location` says whether the paths are body fields or query
  * parameters. One item per path: the most specific problem wins.
  */
 export const detailsOf = (error: ParseResult.ParseError, location: "field" | "parameter"): ReadonlyArray<DetailItem> => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const allowed = new Map<string, ReadonlyArray<string>>()
+  allowedByPath(error.issue, [], allowed)
   const seen = new Set<string>()
   const items: Array<DetailItem> = []
   for (const issue of issues) {
@@ -99,10 +138,14 @@ export const detailsOf = (error: ParseResult.ParseError, location: "field" | "pa
         : issue._tag === "Unexpected"
           ? { code: location === "field" ? ("unknown_field" as const) : ("unknown_parameter" as const), params: {} }
           : (parseCoded(issue.message) ?? { code: "invalid_value" as const, params: {} })
+    // The accepted values travel as a list of their own (`allowed`), from the annotation or the schema.
+    const { allowed: annotated, ...params } = decoded.params
+    const values = annotated !== undefined ? String(annotated).split(", ") : decoded.code === "invalid_value" ? allowed.get(where) : undefined
     const item: DetailItem = {
       ...(location === "field" ? { field: where || "body" } : { parameter: where }),
       code: decoded.code,
-      ...(Object.keys(decoded.params).length > 0 ? { params: decoded.params } : {})
+      ...(Object.keys(params).length > 0 ? { params } : {}),
+      ...(values !== undefined ? { allowed: values } : {})
     }
     items.push(item)
   }

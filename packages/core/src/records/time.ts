@@ -2,12 +2,15 @@
  * Timestamps (§2.1): RFC 3339; responses in UTC with `Z` and milliseconds; requests accept
  * any offset.
  */
-import { Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 
 const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/
 
 /** The wire form: `2026-11-22T10:00:00.000Z`. */
 export const formatTimestamp = (epochMs: number): string => new Date(epochMs).toISOString()
+
+/** The current time in the wire form, on the server's clock. */
+export const currentTimestamp: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, formatTimestamp)
 
 /** Parse an RFC 3339 date-time with any offset into epoch milliseconds. */
 export const parseTimestamp = (text: string): Option.Option<number> => {

@@ -26,6 +26,7 @@ const listedCapabilities: ReadonlyArray<string> = [
   "audit_entries.read",
   "usage.read",
   "sandbox.reset",
+  "sandbox.trigger",
   "events.read",
   "operations.read",
   "operations.create",

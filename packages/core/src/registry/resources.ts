@@ -15,13 +15,11 @@ import type { OperationKind } from "../operations/operations.js"
 import { administrators } from "../people/people-administrators.js"
 import { tags, users } from "../people/people-users.js"
 import { peopleOperationKinds, peopleResources } from "../people/people.js"
-import { tagGroups } from "../people/tag-groups.js"
 import type { ResourceDefinition } from "../records/resource.js"
 import { siteOperationKinds, siteResources } from "../site/site.js"
 
 export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   showcases,
-  tagGroups,
   ...productsResources,
   ...contentResources,
   ...taxonomiesResources,

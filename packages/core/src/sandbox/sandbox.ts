@@ -1,13 +1,19 @@
 /**
- * `POST /sandbox/resets`: empty the sandbox environment of the caller's account. Credentials,
- * administrators, settings and the audit trail stay.
+ * The sandbox's own operations:
+ * - `POST /sandbox/resets`: empty the sandbox environment of the caller's account.
+ *   Credentials, administrators, settings and the audit trail stay.
+ * - `POST /sandbox/events`: emit a sample event of a type of the catalog, so an integration
+ *   can see one arrive (events collection, streams, webhooks) without making the change.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { ACCOUNT_TYPE } from "../access/accounts.js"
 import { Caller, Ids } from "../access/context.js"
 import { ADMINISTRATOR_TYPE, CREDENTIAL_TYPE } from "../access/credentials.js"
-import { apiError, writeUnavailable } from "../errors/errors.js"
-import { Records } from "../ports/store.js"
+import { apiError, validationFailed, writeUnavailable } from "../errors/errors.js"
+import { emitEvent } from "../events/events.js"
+import { type Json, type JsonObject, Records } from "../ports/store.js"
+import { idPrefixes, type IdKind } from "../records/ids.js"
+import { Text } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { AUDIT_ENTRY_TYPE, recordChange, REQUEST_TYPE } from "../trail/audit.js"
 
@@ -30,4 +36,63 @@ export const resetSandbox = Effect.fn("Sandbox.reset")(function* () {
     removed_records: removed,
     created_at: formatTimestamp(yield* Clock.currentTimeMillis)
   }
+})
+
+// ---------------------------------------------------------------------------------------
+// Sample events
+
+export const TriggerSandboxEventBody = Schema.Struct({
+  type: Text({ min: 1, max: 200 }).annotations({ description: "An event type of `GET /event-types`, e.g. `product.created`." })
+}).annotations({ identifier: "TriggerSandboxEventBody" })
+export type TriggerSandboxEventBody = Schema.Schema.Type<typeof TriggerSandboxEventBody>
+
+/**
+ * What a sample needs to know of an event type: the catalog of `GET /event-types` (it is
+ * derived above the use cases, in `registry/`, so the caller passes it in).
+ */
+export interface SampleEventType {
+  readonly type: string
+  readonly resource_type: string
+  readonly payload_keys: ReadonlyArray<string>
+}
+
+/** A sample value for a key of a payload: IDs and timestamps look real, names say "Sample", the rest is null. */
+const sampleValue = (key: string, resourceType: string, now: string): Json =>
+  key.endsWith("_at") ? now : key === "name" || key === "title" ? `Sample ${resourceType.replace(/_/g, " ")}` : null
+
+const isIdKind = (kind: string): kind is IdKind => Object.hasOwn(idPrefixes, kind)
+
+/** The `data.object` of a sample event: the type's payload keys, `object` and a fresh ID of the resource's prefix. */
+const sampleResource = Effect.fnUntraced(function* (entry: SampleEventType) {
+  const now = formatTimestamp(yield* Clock.currentTimeMillis)
+  const resource: Record<string, Json> = {}
+  for (const key of entry.payload_keys) resource[key] = sampleValue(key, entry.resource_type, now)
+  resource.object = entry.resource_type
+  if (isIdKind(entry.resource_type)) resource.id = yield* (yield* Ids).next(entry.resource_type)
+  return resource satisfies JsonObject
+})
+
+/**
+ * `POST /sandbox/events`: record a sample event of `type`, as a change would. It is a real
+ * event of the sandbox (listed by `GET /events`, sent on the streams, delivered to the
+ * webhooks subscribed to it); its `request_id` names the trigger's call.
+ * From production: 409 `sandbox_required`. A type outside the catalog: 422 on `type`.
+ */
+export const triggerSandboxEvent = Effect.fn("Sandbox.triggerEvent")(function* (
+  body: TriggerSandboxEventBody,
+  catalog: ReadonlyArray<SampleEventType>
+) {
+  const caller = yield* Caller
+  if (caller.tenant.environment !== "sandbox") return yield* Effect.fail(apiError("sandbox_required"))
+  const entry = catalog.find((candidate) => candidate.type === body.type)
+  if (entry === undefined) {
+    return yield* Effect.fail(
+      validationFailed([
+        { field: "type", code: "invalid_value", reason: "unknown_event_type", params: { allowed: catalog.map((c) => c.type).join(", ") } }
+      ])
+    )
+  }
+  const event = yield* emitEvent(entry.type, yield* sampleResource(entry))
+  yield* recordChange("sandbox.event_triggered", { object: "event", id: String(event.id) }, { type: entry.type })
+  return event
 })

@@ -252,7 +252,7 @@ export const banners: ResourceDefinition = defineResource({
   filters: { status: equalsFilter("status", BannerStatus), type: equalsFilter("type", Enum(...bannerTypes)) },
   sorts: [
     { name: "position", field: "position", kind: "number" },
-    { name: "created_at", field: "id", kind: "text", direction: "desc" },
+    { name: "created_at", field: "id", kind: "text" },
     { name: "name", field: "name", kind: "text" }
   ],
   search: ["name"]

@@ -63,7 +63,8 @@ export const contentRoutes: ReadonlyArray<Operation> = [
     id: "modules.publications.create",
     method: "POST",
     path: "/products/{product_id}/modules/{module_id}/publications",
-    summary:
+    summary: "Publish a module with its lessons and copies",
+    description:
       "Publish a module and everything nested in it through an asynchronous operation: one item for the module, one per lesson, one per copy of the module in a replicated account (published with its lessons, 3.3.0). A replicated module may itself be published.",
     tag,
     capability: "modules.publish",
@@ -78,7 +79,8 @@ export const contentRoutes: ReadonlyArray<Operation> = [
     id: "lessons.copies.create",
     method: "POST",
     path: "/products/{product_id}/lessons/{lesson_id}/copies",
-    summary:
+    summary: "Copy a lesson into a module, as a draft",
+    description:
       "Copy a lesson, with its content and attachments, as a `draft` at the end of a module, through an asynchronous operation (its item's `result` names the copy). Needs `lessons.create` on the destination product (else 403 `permission_denied`). A replicated lesson cannot be copied, nor can a lesson be copied into a replicated product (403 `replica_readonly`).",
     tag,
     capability: "lessons.create",
@@ -99,7 +101,8 @@ export const contentRoutes: ReadonlyArray<Operation> = [
     id: "lessons.content.get",
     method: "GET",
     path: "/products/{product_id}/lessons/{lesson_id}/content",
-    summary: "The content of a lesson; a lesson never written has empty content at revision `0`.",
+    summary: "Get the content of a lesson",
+    description: "The content of a lesson; a lesson never written has empty content at revision `0`.",
     tag,
     capability: "lessons.read",
     scopedBy: "product_id",
@@ -114,7 +117,8 @@ export const contentRoutes: ReadonlyArray<Operation> = [
     id: "lessons.content.replace",
     method: "PUT",
     path: "/products/{product_id}/lessons/{lesson_id}/content",
-    summary:
+    summary: "Replace the content of a lesson",
+    description:
       "Replace the whole content of a lesson (the request is at most 1 MiB). `raw` blocks are rejected; embeds need a recognized provider (youtube, vimeo, loom, wistia, vidyard, spotify, soundcloud, google_drive, figma, canva); a video's URL must be of its provider; quiz lessons take no video (each 422, itemized). `body.inherited` is accepted and ignored. A connected lesson: 409 `state_conflict`; a replicated one: 403 `replica_readonly`. The lesson's revision changes too.",
     tag,
     capability: "lessons.update",
@@ -165,7 +169,8 @@ export const contentRoutes: ReadonlyArray<Operation> = [
     id: "attachments.replace",
     method: "PUT",
     path: "/products/{product_id}/lessons/{lesson_id}/attachments",
-    summary:
+    summary: "Replace the attachments of a lesson as an ordered set",
+    description:
       "Replace the attachments of a lesson as a set, in order: an item with `id` keeps that attachment, one without is new, those left out are removed. `If-Match` takes the lesson's ETag: the check and the lesson's new revision are one (3.4.4); the answer carries the lesson's new ETag. A replicated lesson: 403 `replica_readonly`.",
     tag,
     capability: "lessons.update",

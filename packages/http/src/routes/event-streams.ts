@@ -47,7 +47,8 @@ export const eventStreamOperations = [
     id: "event_streams.create",
     method: "POST",
     path: "/event-streams",
-    summary:
+    summary: "Create an event stream, with optional filters and start",
+    description:
       "Create an event stream: optional `filters` (`event_types`, `resource_types`; an empty list restricts nothing) and `start` (`earliest`, the default: also the retained events published before; `now`: only later ones). 5 per credential, 20 per account and environment. Connect to it with `GET /event-streams/{event_stream_id}/events`.",
     tag,
     capability: "events.read",
@@ -104,7 +105,8 @@ export const eventStreamOperations = [
     id: "event_streams.events.list",
     method: "GET",
     path: "/event-streams/{event_stream_id}/events",
-    summary:
+    summary: "Connect to an event stream (Server-Sent Events)",
+    description:
       "The connection of a stream (`Accept: text/event-stream`), open to the credential that created it: the matching events in the order and with the payloads of `GET /events`, each as `id: <event id>`, `event: <type>`, `data: <envelope as one line of JSON>`, and a `: keep-alive` comment at least every 15 s. `Last-Event-ID` resumes after that event (no longer kept: 410 `cursor_expired`); without it the stream resumes after its cursor. One open connection per stream (409 `stream_busy`); it closes shortly after its credential is revoked or the stream is deleted.",
     tag,
     capability: "events.read",

@@ -12,7 +12,8 @@ export const eventOperations = [
     id: "events.list",
     method: "GET",
     path: "/events",
-    summary: "The public events of the environment, newest first (`sort=created_at`: oldest first), kept 30 days.",
+    summary: "List the public events, kept 30 days",
+    description: "The public events of the environment, newest first (`sort=created_at`: oldest first), kept 30 days.",
     tag,
     capability: "events.read",
     query: Schema.Struct({

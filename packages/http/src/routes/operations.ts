@@ -29,7 +29,8 @@ export const operationOperations = [
     id: "operations.list",
     method: "GET",
     path: "/operations",
-    summary: "The asynchronous operations of the environment, newest first, each kept 30 days from its creation (until its `expires_at`), whatever its status.",
+    summary: "List the asynchronous operations, kept 30 days",
+    description: "The asynchronous operations of the environment, newest first (`sort=created_at`: oldest first), each kept 30 days from its creation (until its `expires_at`), whatever its status.",
     tag,
     capability: "operations.read",
     query: Schema.Struct({
@@ -41,7 +42,7 @@ export const operationOperations = [
     success: { status: 200, description: "A page of operations.", schema: OperationSchema, collection: true },
     errors: ["invalid_cursor"],
     handler: ({ query }) =>
-      listOperations({ limit: pageLimit(query.limit), cursor: query.cursor, status: query.status, type: query.type }).pipe(
+      listOperations({ limit: pageLimit(query.limit), cursor: query.cursor, sort: query.sort, status: query.status, type: query.type }).pipe(
         Effect.map((body) => ({ status: 200, body }))
       )
   }),
@@ -49,7 +50,8 @@ export const operationOperations = [
     id: "operations.create",
     method: "POST",
     path: "/operations",
-    summary: `Start a batch: \`{ type, items: [{ key, ...payload }] }\`, up to 1,000 items, each a create, update or delete of one resource. Types: ${batchTypeNames.length} (\`<resource>.create|update|delete\`), e.g. \`showcases.create\`, \`users.create\`. Each item runs what the resource's own route runs, with the same checks; its \`result\` is \`{ id, object }\`, the resource as the caller may see it (a user's personal data only with \`users.read_personal\`). A webhook's signing secret is never in a result (results are kept 30 days): get one with \`POST /webhooks/{webhook_id}/secret-rotations\`.`,
+    summary: "Start a batch of creates, updates or deletes",
+    description: `Start a batch: \`{ type, items: [{ key, ...payload }] }\`, up to 1,000 items, each a create, update or delete of one resource. Types: ${batchTypeNames.length} (\`<resource>.create|update|delete\`), e.g. \`showcases.create\`, \`users.create\`. Each item runs what the resource's own route runs, with the same checks; its \`result\` is \`{ id, object }\`, the resource as the caller may see it (a user's personal data only with \`users.read_personal\`). A webhook's signing secret is never in a result (results are kept 30 days): get one with \`POST /webhooks/{webhook_id}/secret-rotations\`.`,
     tag,
     capability: "operations.create",
     body: StartBatchBody,
@@ -88,7 +90,8 @@ export const operationOperations = [
     id: "operations.get",
     method: "GET",
     path: "/operations/{operation_id}",
-    summary: "An operation: status, progress and, when it failed, its first failed item. 404 once past its `expires_at` (30 days after creation).",
+    summary: "Get an asynchronous operation: status, progress, first failure",
+    description: "An operation: status, progress and, when it failed, its first failed item. 404 once past its `expires_at` (30 days after creation).",
     tag,
     capability: "operations.read",
     params,
@@ -101,7 +104,8 @@ export const operationOperations = [
     id: "operations.items.list",
     method: "GET",
     path: "/operations/{operation_id}/items",
-    summary: "The items of an operation, each with its own status and error; kept as long as the operation (404 after its `expires_at`).",
+    summary: "List the items of an operation, each with its status and error",
+    description: "The items of an operation, each with its own status and error; kept as long as the operation (404 after its `expires_at`).",
     tag,
     capability: "operations.read",
     params,

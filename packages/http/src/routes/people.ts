@@ -65,7 +65,7 @@ const guardEmailFilter = (operation: Operation): Operation =>
     ? operation
     : {
         ...operation,
-        summary: `${operation.summary} Filtering by \`email\` needs \`users.read_personal\`.`,
+        description: `${operation.description ?? ""} Filtering by \`email\` needs \`users.read_personal\`.`.trim(),
         handler: (input) =>
           (input.query as { readonly email?: string }).email === undefined
             ? operation.handler(input)
@@ -83,7 +83,8 @@ const replaceUserTagsOperation = viewed(userViews)(
     id: "users.tags.replace",
     method: "PUT",
     path: "/users/{user_id}/tags",
-    summary: "Replace the user's set of tags; each ID must be a tag of the account (else 422 on `ids[i]`).",
+    summary: "Replace the tags of a user",
+    description: "Replace the user's set of tags; each ID must be a tag of the account (else 422 on `ids[i]`).",
     tag: "People",
     capability: "users.update",
     scopedBy: "user_id",
@@ -171,7 +172,8 @@ const administratorOperations: ReadonlyArray<Operation> = [
     id: "administrators.update",
     method: "PATCH",
     path: "/administrators/{administrator_id}",
-    summary: "Change an administrator's name, email or password. A removed administrator cannot change (409 `state_conflict`).",
+    summary: "Change an administrator's name, email or password",
+    description: "Change an administrator's name, email or password. A removed administrator cannot change (409 `state_conflict`).",
     tag,
     capability: "administrators.update",
     scopedBy: "administrator_id",
@@ -188,7 +190,8 @@ const administratorOperations: ReadonlyArray<Operation> = [
     id: "administrators.delete",
     method: "DELETE",
     path: "/administrators/{administrator_id}",
-    summary:
+    summary: "Remove an administrator and end its human mode everywhere",
+    description:
       "Remove an administrator: kept as `removed` (its email free again), its password and factor dropped, and its links to credentials of every environment ended (§5.4). The last active administrator cannot be removed (409 `state_conflict`).",
     tag,
     capability: "administrators.delete",
@@ -203,7 +206,8 @@ const administratorOperations: ReadonlyArray<Operation> = [
     id: "administrators.two_factor_enrollments.create",
     method: "POST",
     path: "/administrators/{administrator_id}/two-factor-enrollments",
-    summary:
+    summary: "Start a two-factor enrollment: a new TOTP secret",
+    description:
       "Start a two-factor enrollment: a new TOTP secret, shown in this response only, pending until confirmed. A factor already on stays on until the new one is confirmed.",
     tag,
     capability: "administrators.update",
@@ -221,7 +225,8 @@ const administratorOperations: ReadonlyArray<Operation> = [
     id: "administrators.two_factor_enrollments.confirmations.create",
     method: "POST",
     path: "/administrators/{administrator_id}/two-factor-enrollments/confirmations",
-    summary:
+    summary: "Confirm a two-factor enrollment with a current code",
+    description:
       "Confirm the pending enrollment with a current code (RFC 6238: SHA-1, 6 digits, 30 s, one step of drift): two-factor authentication is on.",
     tag,
     capability: "administrators.update",

@@ -61,7 +61,7 @@ export const platformOperations = [
     id: "requests.get",
     method: "GET",
     path: "/requests/{request_id}",
-    summary: "The request-log entry of one call (its `X-Request-Id`).",
+    summary: "Get the request-log entry of one call, by its X-Request-Id",
     tag: "Audit",
     capability: "requests.read",
     params: { request_id: "request" },

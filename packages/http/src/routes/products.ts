@@ -19,7 +19,8 @@ export const productsRoutes: ReadonlyArray<Operation> = [
     id: "products.publications.create",
     method: "POST",
     path: "/products/{product_id}/publications",
-    summary:
+    summary: "Publish a product and its copies in replicated accounts",
+    description:
       "Publish a product through an asynchronous operation: one item for the product and one for each of its copies in replicated accounts (3.3.0); a replica may itself be published. Publishing a published product changes nothing.",
     tag,
     capability: "products.publish",
@@ -37,7 +38,8 @@ export const productsRoutes: ReadonlyArray<Operation> = [
     id: "products.order.replace",
     method: "PUT",
     path: "/showcases/{showcase_id}/products/order",
-    summary:
+    summary: "Reorder the products of a showcase",
+    description:
       "Reorder the products of a showcase: `ids` must hold exactly its non-trashed products (else 422 `order_set_mismatch` and nothing changes). Answers the products in their new order, all at once.",
     tag,
     capability: "products.update",

@@ -17,7 +17,8 @@ export const taxonomiesRoutes: ReadonlyArray<Operation> = [
     id: "lessons.terms.list",
     method: "GET",
     path,
-    summary: "The taxonomy terms of a lesson, all at once. Blog products only (else 409 `format_unsupported`).",
+    summary: "List the taxonomy terms of a lesson (blog products)",
+    description: "The taxonomy terms of a lesson, all at once. Blog products only (else 409 `format_unsupported`).",
     tag,
     capability: "lessons.read",
     scopedBy: "product_id",
@@ -31,7 +32,8 @@ export const taxonomiesRoutes: ReadonlyArray<Operation> = [
     id: "lessons.terms.replace",
     method: "PUT",
     path,
-    summary:
+    summary: "Replace the taxonomy terms of a lesson (blog products)",
+    description:
       "Replace the taxonomy terms of a lesson with `ids` (terms of this product's taxonomies, else 422 on `ids[i]`). Blog products only (else 409 `format_unsupported`). `If-Match` takes the lesson's ETag; a change moves the lesson's revision.",
     tag,
     capability: "lessons.update",

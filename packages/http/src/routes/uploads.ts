@@ -21,7 +21,8 @@ export const uploadOperations = [
     id: "uploads.create",
     method: "POST",
     path: "/uploads",
-    summary: "Open an upload session: declare the file, then send its parts to `upload_urls`.",
+    summary: "Open an upload session",
+    description: "Open an upload session: declare the file, then send its parts to `upload_urls`.",
     tag,
     capability: "files.create",
     body: CreateUploadBody,
@@ -69,7 +70,8 @@ export const uploadOperations = [
     id: "uploads.completions.create",
     method: "POST",
     path: "/uploads/{upload_id}/completions",
-    summary:
+    summary: "Complete an upload: join its parts into a file",
+    description:
       "Join the parts into a file; the bytes must match the declared size, SHA-256 and type. On a mismatch (422) no file is made and the session starts over with no parts: send them again.",
     tag,
     capability: "files.create",

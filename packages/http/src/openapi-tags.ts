@@ -1,0 +1,122 @@
+/**
+ * The tags of the description (releases 3.3.1 and 3.3.2): each operation carries the tag of
+ * the resource it acts on (3.3.2, "finer resource tags"), and `x-tagGroups` gathers those tags
+ * by area (3.3.1, the tag groups extension), the areas of §1.
+ *
+ * Both are derived from the operation itself, so a new route is tagged without editing this
+ * file: the resource tag from the first segment of its operation ID (`products.publications.create`
+ * → Products), the area from its `tag`. What a human writes here is each tag's description
+ * and the group of each area; a test fails when a tag in use has no written description.
+ */
+import type { Operation } from "./operation.js"
+
+interface TagText {
+  /** The tag's name, when the operation ID's segment does not read well as one. */
+  readonly name?: string
+  readonly description: string
+}
+
+/** By the first segment of the operation ID. */
+const resourceTags: Readonly<Record<string, TagText>> = {
+  credentials: {
+    description: "API credentials: their secrets, modes, access policies, and the administrators that may act through them in human mode (§5)."
+  },
+  policy_templates: { description: "Named sets of capabilities a credential's policy can refer to." },
+  capabilities: { description: "The contract release served, its capability catalog and the deprecated operations." },
+  openapi: { name: "Description", description: "This OpenAPI description, always of the latest release (§9)." },
+  showcases: { description: "Shelves of the storefront that group products; they can be trashed and restored." },
+  products: { description: "Courses and blogs (`format`), their publication and their order within a showcase." },
+  modules: { description: "The modules of a product, and their publication with everything nested in them." },
+  lessons: { description: "The lessons of a product: their content, copies and taxonomy terms." },
+  attachments: { description: "The files attached to a lesson, replaced as an ordered set." },
+  taxonomies: { description: "The taxonomies of a blog product (categories and the like)." },
+  taxonomy_terms: { description: "The terms of a taxonomy, given to lessons." },
+  banners: { description: "The banners of the storefront, and their order." },
+  navigation: { description: "The navigation menu of the storefront." },
+  custom_fields: { description: "Extra fields the account defines on its users." },
+  users: { description: "The learners of the account; personal data is shown only with `users.read_personal`." },
+  tags: { description: "Labels given to users; a tag some user holds cannot be removed." },
+  administrators: { description: "The people who administer the account, and their second factor." },
+  settings: { description: "The account's settings, by group; each group has its own revision and defaults." },
+  webhooks: { description: "Subscriptions that deliver events to an HTTPS endpoint, signed as Standard Webhooks, with their deliveries and replays." },
+  uploads: { description: "Multipart upload sessions: declare a file, send its parts, complete it into a file." },
+  files: { description: "Files made by completed uploads." },
+  operations: { description: "Asynchronous operations (batches, publications, copies): their status, progress and items, kept 30 days." },
+  events: { description: "The public events of the environment, kept 30 days." },
+  event_types: { name: "Event types", description: "The catalog of the public event types of the release and their payload keys." },
+  event_streams: { name: "Event streams", description: "Server-Sent Event streams of the public events, with filters and a resumable cursor." },
+  requests: { description: "The request log: one entry per authenticated call, kept 30 days." },
+  audit_entries: { name: "Audit entries", description: "The audit trail: every change made in the environment, kept 30 days." },
+  account: { description: "The account's usage of the API and the limits in effect." },
+  sandbox: { description: "The sandbox environment: emptying it, and sample events for integration tests." }
+}
+
+/**
+ * The group of each area (an operation's `tag`), named after the areas of §1. An area not
+ * listed is a group of its own.
+ */
+const areaGroups: Readonly<Record<string, string>> = {
+  Catalog: "Catalog and content",
+  Content: "Catalog and content",
+  Site: "Catalog and content",
+  People: "People",
+  Support: "Support",
+  Sales: "Sales",
+  Settings: "Settings",
+  Credentials: "Access",
+  Audit: "Access",
+  Webhooks: "Integration",
+  Events: "Integration",
+  "Event streams": "Integration",
+  Operations: "Integration",
+  Files: "Integration",
+  Account: "Platform",
+  Sandbox: "Platform",
+  Service: "Platform"
+}
+
+/** The order of the groups in `x-tagGroups`: the order of §1. */
+const groupOrder = ["Catalog and content", "People", "Support", "Sales", "Settings", "Access", "Integration", "Platform"]
+
+const humanize = (segment: string) => {
+  const words = segment.replaceAll("_", " ")
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
+
+const segmentOf = (operation: Operation) => operation.id.split(".", 1)[0] ?? operation.id
+
+/** The resource tag of an operation. */
+export const resourceTagOf = (operation: Operation): string => {
+  const segment = segmentOf(operation)
+  return resourceTags[segment]?.name ?? humanize(segment)
+}
+
+export const groupOf = (operation: Operation): string => areaGroups[operation.tag] ?? operation.tag
+
+/** Whether a person wrote the description of this operation's tag (a test requires it). */
+export const hasWrittenTagDescription = (operation: Operation): boolean => resourceTags[segmentOf(operation)] !== undefined
+
+export interface TagsOfDocument {
+  readonly tags: ReadonlyArray<{ readonly name: string; readonly description: string }>
+  readonly groups: ReadonlyArray<{ readonly name: string; readonly tags: ReadonlyArray<string> }>
+}
+
+/** The `tags` and `x-tagGroups` of the document: each tag once, in one group, in order of first use. */
+export const tagsOf = (operations: ReadonlyArray<Operation>): TagsOfDocument => {
+  const tags = new Map<string, string>()
+  const groups = new Map<string, Array<string>>()
+  for (const operation of operations) {
+    const name = resourceTagOf(operation)
+    if (tags.has(name)) continue
+    tags.set(name, resourceTags[segmentOf(operation)]?.description ?? `Operations on ${name.toLowerCase()}.`)
+    const group = groupOf(operation)
+    groups.set(group, [...(groups.get(group) ?? []), name])
+  }
+  const rank = (group: string) => (groupOrder.includes(group) ? groupOrder.indexOf(group) : groupOrder.length)
+  return {
+    tags: [...tags].map(([name, description]) => ({ name, description })),
+    groups: [...groups]
+      .sort(([a], [b]) => rank(a) - rank(b))
+      .map(([name, tags]) => ({ name, tags }))
+  }
+}

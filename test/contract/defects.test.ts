@@ -1,0 +1,385 @@
+/**
+ * The defects of issue 12 ("Defects found along the way"), over HTTP on both stores: one
+ * `sort` rule for every collection (§4.2), error messages that name the actual problem (the
+ * media type an upload part takes, a referenced record that does not exist, the form of a
+ * public ID, the allowed values of an enum or a sort), `Content-Language` on localized
+ * answers, HEAD on every GET route, and a product's `revision` and `updated_at` moving together.
+ * The standalone server's own defects are in `defects-server.test.ts`.
+ */
+import { createHash } from "node:crypto"
+import { connect } from "node:net"
+import { operations } from "@syllabus/http"
+import { SchemaAST } from "effect"
+import { expect, it } from "vitest"
+import { eachStore, type Harness, type RequestOptions } from "../support/harness.js"
+import { expectError } from "../support/expect.js"
+
+const P = "/api/v3"
+let counter = 0
+const unique = (label: string) => `${label}-${Date.now()}-${++counter}`
+
+const client = (h: () => Harness) => {
+  const call = (method: string, path: string, options: RequestOptions = {}) => h().request(method, P + path, { secret: h().live, ...options })
+  const created = async (path: string, json: unknown, secret = h().live) => {
+    const res = await call("POST", path, { json, secret })
+    expect(res.status, `${path}: ${res.text}`).toBeLessThan(300)
+    return res.body.data as { id: string } & Record<string, any>
+  }
+  return { call, created }
+}
+
+// ---------------------------------------------------------------------------------------
+// The operations, as the server declares them
+
+/** The literal values of a schema (a union of literals, maybe optional), flattened. */
+const literalsOf = (ast: SchemaAST.AST): Array<string> =>
+  SchemaAST.isUnion(ast) ? ast.types.flatMap(literalsOf) : SchemaAST.isLiteral(ast) ? [String(ast.literal)] : []
+
+/** The `sort` values a GET operation declares. */
+const sortValuesOf = (operation: (typeof operations)[number]): Array<string> => {
+  const ast = operation.query?.ast
+  if (ast === undefined || !SchemaAST.isTypeLiteral(ast)) return []
+  const sort = ast.propertySignatures.find((p) => p.name === "sort")
+  return sort ? literalsOf(sort.type) : []
+}
+
+const sortedByCreation = operations.filter((op) => op.method === "GET" && sortValuesOf(op).includes("created_at"))
+
+eachStore("issue 12: one sort rule for every collection", (h) => {
+  const { call, created } = client(h)
+
+  /**
+   * Each collection sortable by `created_at`, with at least two items: how to fill it, and the
+   * path (parents resolved) and secret to list it with.
+   */
+  const seeds: Record<string, () => Promise<{ readonly path: string; readonly secret?: string }>> = {
+    "credentials.list": async () => {
+      await created("/credentials", { name: unique("c") })
+      return { path: "/credentials" }
+    },
+    "showcases.list": async () => {
+      await created("/showcases", { name: unique("s1") })
+      await created("/showcases", { name: unique("s2") })
+      return { path: "/showcases" }
+    },
+    "products.list": async () => {
+      const shelf = await created("/showcases", { name: unique("shelf") })
+      await created("/products", { format: "course", name: unique("p1"), showcase_id: shelf.id })
+      await created("/products", { format: "course", name: unique("p2"), showcase_id: shelf.id })
+      return { path: "/products" }
+    },
+    "modules.list": async () => {
+      const product = await productWith()
+      return { path: `/products/${product}/modules` }
+    },
+    "lessons.list": async () => {
+      const product = await productWith()
+      const modules = (await call("GET", `/products/${product}/modules`)).body.data
+      await created(`/products/${product}/lessons`, { name: "L1", module_id: modules[0].id })
+      await created(`/products/${product}/lessons`, { name: "L2", module_id: modules[0].id })
+      return { path: `/products/${product}/lessons` }
+    },
+    "taxonomies.list": async () => {
+      const product = await productWith()
+      await created(`/products/${product}/taxonomies`, { name: "Level", plural_name: "Levels" })
+      await created(`/products/${product}/taxonomies`, { name: "Topic", plural_name: "Topics" })
+      return { path: `/products/${product}/taxonomies` }
+    },
+    "taxonomy_terms.list": async () => {
+      const product = await productWith()
+      const taxonomy = await created(`/products/${product}/taxonomies`, { name: "Kind", plural_name: "Kinds" })
+      await created(`/products/${product}/taxonomies/${taxonomy.id}/terms`, { name: "A" })
+      await created(`/products/${product}/taxonomies/${taxonomy.id}/terms`, { name: "B" })
+      return { path: `/products/${product}/taxonomies/${taxonomy.id}/terms` }
+    },
+    "custom_fields.list": async () => {
+      await created("/custom-fields", { key: unique("f1").replaceAll("-", "_"), label: "F1", type: "text" })
+      await created("/custom-fields", { key: unique("f2").replaceAll("-", "_"), label: "F2", type: "text" })
+      return { path: "/custom-fields" }
+    },
+    "banners.list": async () => {
+      await created("/banners", { name: unique("b1") })
+      await created("/banners", { name: unique("b2") })
+      return { path: "/banners" }
+    },
+    "navigation.list": async () => {
+      await created("/navigation", { label: "One", url: "/one" })
+      await created("/navigation", { label: "Two", url: "/two" })
+      return { path: "/navigation" }
+    },
+    "users.list": async () => {
+      await created("/users", { name: "U1", email: `${unique("u1")}@example.com` })
+      await created("/users", { name: "U2", email: `${unique("u2")}@example.com` })
+      return { path: "/users" }
+    },
+    "tags.list": async () => {
+      await created("/tags", { name: unique("t1") })
+      await created("/tags", { name: unique("t2") })
+      return { path: "/tags" }
+    },
+    "administrators.list": async () => {
+      await created("/administrators", { email: `${unique("a")}@example.com`, name: "Grace", password: "a long passphrase" })
+      return { path: "/administrators" }
+    },
+    "webhooks.list": async () => {
+      await created("/webhooks", { url: "https://example.com/one", event_types: ["tag.created"] })
+      await created("/webhooks", { url: "https://example.com/two", event_types: ["tag.created"] })
+      return { path: "/webhooks" }
+    },
+    "webhooks.deliveries.list": async () => {
+      // In the sandbox a local receiver is allowed; nobody listens on port 9, which is fine: a delivery is recorded either way.
+      const hook = await created("/webhooks", { url: "http://127.0.0.1:9/hook", event_types: ["tag.created"] }, h().test)
+      await created("/tags", { name: unique("d1") }, h().test)
+      await created("/tags", { name: unique("d2") }, h().test)
+      // Deliveries are recorded by the fan-out worker, shortly after the events.
+      const path = `/webhooks/${hook.id}/deliveries`
+      for (let i = 0; i < 100; i++) {
+        if ((await call("GET", path, { secret: h().test })).body.data.length >= 2) break
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return { path, secret: h().test }
+    },
+    "operations.list": async () => {
+      for (const key of ["a", "b"]) {
+        const res = await call("POST", "/operations", { json: { type: "tags.create", items: [{ key, name: unique(`op-${key}`) }] } })
+        expect(res.status, res.text).toBe(202)
+      }
+      return { path: "/operations" }
+    },
+    "events.list": async () => ({ path: "/events" }),
+    "requests.list": async () => ({ path: "/requests" }),
+    "audit_entries.list": async () => ({ path: "/audit-entries" })
+  }
+
+  /** A product with two modules. */
+  const productWith = async () => {
+    const shelf = await created("/showcases", { name: unique("shelf") })
+    const product = await created("/products", { format: "course", name: unique("p"), showcase_id: shelf.id })
+    await created(`/products/${product.id}/modules`, { name: "M1" })
+    await created(`/products/${product.id}/modules`, { name: "M2" })
+    return product.id
+  }
+
+  it("the test knows how to fill every collection sortable by created_at", () => {
+    expect(sortedByCreation.length).toBeGreaterThan(10)
+    expect(sortedByCreation.map((op) => op.id).filter((id) => !(id in seeds))).toEqual([])
+  })
+
+  it.each(sortedByCreation.map((op) => [op.id, op.path] as const))(
+    "%s (%s): sort=created_at is oldest first, sort=-created_at is its exact reverse",
+    async (id) => {
+      const { path, secret = h().live } = await seeds[id]!()
+      const list = async (sort: string) => {
+        const res = await call("GET", `${path}?sort=${sort}&limit=200`, { secret })
+        expect(res.status, res.text).toBe(200)
+        return res.body.data as Array<{ id: string; created_at?: string }>
+      }
+      const ascending = await list("created_at")
+      expect(ascending.length, "at least two items to order").toBeGreaterThanOrEqual(2)
+      // Public IDs lead with their creation time: in creation order, IDs ascend (ties apart, created_at does too).
+      const ids = ascending.map((item) => item.id)
+      expect(ids).toEqual([...ids].sort())
+      const times = ascending.flatMap((item) => (item.created_at === undefined ? [] : [Date.parse(item.created_at)]))
+      expect(times).toEqual([...times].sort((a, b) => a - b))
+      const descending = (await list("-created_at")).map((item) => item.id)
+      // A log of calls (`/requests`) gains entries between the two reads: compare what both saw.
+      const seen = new Set(ids)
+      expect(descending.filter((i) => seen.has(i))).toEqual([...ids].reverse())
+    }
+  )
+
+  it("the default orders stay as stated: products and events newest first", async () => {
+    await seeds["products.list"]!()
+    for (const path of ["/products", "/events"]) {
+      const byDefault = (await call("GET", `${path}?limit=200`)).body.data.map((item: { id: string }) => item.id)
+      const newestFirst = (await call("GET", `${path}?limit=200&sort=-created_at`)).body.data.map((item: { id: string }) => item.id)
+      expect(byDefault.length).toBeGreaterThanOrEqual(2)
+      expect(byDefault, path).toEqual(newestFirst)
+    }
+  })
+})
+
+// ---------------------------------------------------------------------------------------
+
+eachStore("issue 12: error messages name the actual problem", (h) => {
+  const { call, created } = client(h)
+
+  it("an upload part with another Content-Type is 415, and the message names application/octet-stream", async () => {
+    const bytes = new TextEncoder().encode("not really a png")
+    const session = await created("/uploads", {
+      purpose: "image",
+      filename: "picture.png",
+      size: bytes.length,
+      content_type: "image/png",
+      sha256: createHash("sha256").update(bytes).digest("hex")
+    })
+    const res = await call("PUT", `/uploads/${session.id}/parts/1`, { raw: bytes, headers: { "content-type": "application/json" } })
+    const error = expectError(res, 415, "unsupported_media_type")
+    expect(error.message).toContain("application/octet-stream")
+    expect(error.message).not.toContain("must be application/json")
+    // A JSON operation names its own type.
+    const json = await call("POST", "/showcases", { raw: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } })
+    expect(expectError(json, 415, "unsupported_media_type").message).toContain("application/json")
+  })
+
+  it("a well-formed ID of a missing showcase is 422 on showcase_id, reason not_found, and the messages say it does not exist", async () => {
+    const res = await call("POST", "/products", { json: { format: "course", name: "Orphan", showcase_id: "shw_000000001" } })
+    const error = expectError(res, 422, "validation_failed", { field: "showcase_id", reason: "not_found" })
+    const item = error.details.find((d) => d.field === "showcase_id")!
+    expect(item.message).toMatch(/no record with this ID exists/i)
+    expect(error.message).toMatch(/no record with this ID exists/i)
+    expect(error.message).not.toContain("see the details")
+    // In another language too.
+    const pt = await call("POST", "/products", {
+      json: { format: "course", name: "Orphan", showcase_id: "shw_000000001" },
+      headers: { "accept-language": "pt-BR" }
+    })
+    expect(expectError(pt, 422, "validation_failed", { field: "showcase_id", reason: "not_found" }).details[0]!.message).toMatch(/não existe/i)
+  })
+
+  it("shw_000000000 encodes zero, outside the range of public IDs (open-points): item code invalid, and the message says what is expected", async () => {
+    const res = await call("POST", "/products", { json: { format: "course", name: "Zero", showcase_id: "shw_000000000" } })
+    const error = expectError(res, 422, "validation_failed", { field: "showcase_id", code: "invalid" })
+    const item = error.details.find((d) => d.field === "showcase_id")!
+    expect(item.message).toContain("shw_")
+    expect(item.message).toMatch(/from 1 to/)
+  })
+
+  it.each([
+    ["a sort of a resource collection", "/products?sort=zzz", "sort", ["created_at", "-created_at", "name", "-name", "position", "-position"]],
+    ["a sort of a hand-written collection", "/events?sort=newest", "sort", ["created_at", "-created_at"]],
+    ["an enum filter", "/products?status=live", "status", ["draft", "published"]],
+    ["a plain literal filter", "/operations?status=done", "status", ["queued", "running", "succeeded", "failed", "canceled"]]
+  ])("%s: 422 with the allowed values in the detail and in the message", async (_label, path, parameter, allowed) => {
+    const error = expectError(await call("GET", path), 422, "validation_failed", { parameter, code: "invalid_value" })
+    const item = error.details.find((d) => d.parameter === parameter)!
+    expect(item["allowed"]).toEqual(allowed)
+    expect(item.message).toContain(allowed.join(", "))
+    expect(error.message).toContain(allowed.join(", "))
+  })
+
+  it("an enum body field: 422 with the allowed values in the detail and in the message", async () => {
+    const shelf = await created("/showcases", { name: unique("shelf") })
+    const res = await call("POST", "/products", { json: { format: "podcast", name: "P", showcase_id: shelf.id } })
+    const error = expectError(res, 422, "validation_failed", { field: "format", code: "invalid_value" })
+    const item = error.details.find((d) => d.field === "format")!
+    expect(item["allowed"]).toContain("course")
+    expect(item.message).toContain("course")
+  })
+})
+
+// ---------------------------------------------------------------------------------------
+
+eachStore("issue 12: events, languages, HEAD, revisions", (h) => {
+  const { call, created } = client(h)
+
+  it("webhook.created is delivered and listed in GET /event-types, as every type the events show", async () => {
+    const hook = await created("/webhooks", { url: "https://example.com/catalog", event_types: ["tag.created"] })
+    await created("/tags", { name: unique("t") })
+    await call("DELETE", `/webhooks/${hook.id}`)
+    const events = (await call("GET", "/events?limit=200")).body.data as Array<{ type: string }>
+    const seen = new Set(events.map((e) => e.type))
+    expect(seen).toContain("webhook.created")
+    expect(seen).toContain("webhook.deleted")
+    const catalog = new Set(((await call("GET", "/event-types")).body.data as Array<{ type: string }>).map((e) => e.type))
+    expect([...seen].filter((type) => !catalog.has(type))).toEqual([])
+  })
+
+  it.each([
+    ["en-US", undefined],
+    ["pt-BR", "pt-BR"],
+    ["es-ES", "es"],
+    ["fr-FR", "fr-CA, en;q=0.5"]
+  ])("an error says the language of its messages: Content-Language %s", async (language, accept) => {
+    const headers = accept === undefined ? {} : { "accept-language": accept }
+    for (const res of [
+      await call("GET", "/products?sort=zzz", { headers }),
+      await h().request("GET", `${P}/products`, { headers }),
+      await call("GET", "/products/prd_000000001", { headers }),
+      await call("PUT", "/credentials/current", { headers })
+    ]) {
+      expect(res.status).toBeGreaterThanOrEqual(400)
+      expect(res.headers.get("content-language"), res.text).toBe(language)
+    }
+  })
+
+  it("an error of the Node edge (a request its parser refuses) says its language too", async () => {
+    const url = new URL(h().baseUrl)
+    const head = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: url.hostname, port: Number(url.port) })
+      let received = ""
+      socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")))
+      socket.on("error", reject)
+      socket.on("close", () => resolve(received.split("\r\n\r\n")[0] ?? ""))
+      socket.write("GET /api/v3/products HTTP/1.1\r\nHost: x\r\nNot a header\r\n\r\n")
+    })
+    expect(head).toMatch(/^HTTP\/1\.1 400/)
+    expect(head.toLowerCase()).toContain("content-language: en-us")
+  })
+
+  /** The GET routes a caller can read without a path parameter, and one with. */
+  const getRoutes = operations.filter((op) => op.method === "GET" && !op.path.includes("{") && op.produces === undefined).map((op) => op.path)
+
+  it.each(getRoutes)("HEAD %s answers as GET, without a body", async (path) => {
+    const first = await call("GET", path)
+    const head = await call("HEAD", path)
+    const again = await call("GET", path)
+    expect(head.status, head.text).toBe(first.status)
+    expect(head.text).toBe("")
+    expect(head.headers.get("content-type")).toBe(first.headers.get("content-type"))
+    expect(head.headers.get("etag")).toBe(first.headers.get("etag"))
+    const length = Number(head.headers.get("content-length"))
+    // A log of the calls themselves (`/requests`) changes with each call: there only the form is checked.
+    if (first.text === again.text) expect(length).toBe(Buffer.byteLength(first.text))
+    else expect(length).toBeGreaterThan(0)
+  })
+
+  it("HEAD of one resource carries its ETag and length; HEAD of an error carries its status; Allow lists HEAD", async () => {
+    const shelf = await created("/showcases", { name: unique("shelf") })
+    const get = await call("GET", `/showcases/${shelf.id}`)
+    const head = await call("HEAD", `/showcases/${shelf.id}`)
+    expect(head.status).toBe(200)
+    expect(head.headers.get("etag")).toBe(get.headers.get("etag"))
+    expect(Number(head.headers.get("content-length"))).toBe(Buffer.byteLength(get.text))
+    const missing = await call("HEAD", "/showcases/shw_000000001")
+    expect(missing.status).toBe(404)
+    expect(missing.text).toBe("")
+    const anonymous = await h().request("HEAD", `${P}/products`)
+    expect(anonymous.status).toBe(401)
+    const refused = await call("PUT", "/credentials/current")
+    expectError(refused, 405, "method_not_allowed")
+    expect((refused.headers.get("allow") ?? "").split(",").map((m) => m.trim())).toContain("HEAD")
+  })
+
+  it("HEAD of an event stream's connection answers its headers without opening it (its one connection stays free)", async () => {
+    const stream = await created("/event-streams", {})
+    const head = await call("HEAD", `/event-streams/${stream.id}/events`, { headers: { accept: "text/event-stream" } })
+    expect(head.status).toBe(200)
+    expect(head.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    expect(head.text).toBe("")
+    const state = (await call("GET", `/event-streams/${stream.id}`)).body.data
+    expect(state.connection.connected).toBe(false)
+    // A stream that does not exist: HEAD stops at the same checks as GET.
+    expect((await call("HEAD", "/event-streams/evs_00000000z/events", { headers: { accept: "text/event-stream" } })).status).toBe(404)
+  })
+
+  it("a product's revision and updated_at move together: adding a module changes both", async () => {
+    const shelf = await created("/showcases", { name: unique("shelf") })
+    const product = await created("/products", { format: "course", name: unique("p"), showcase_id: shelf.id })
+    h().advance(2_000)
+    const module = await created(`/products/${product.id}/modules`, { name: "M" })
+    const after = await call("GET", `/products/${product.id}`)
+    expect(after.body.data.modules_count).toBe(1)
+    expect(after.body.data.revision).not.toBe(product.revision)
+    expect(after.headers.get("etag")).not.toBe(`W/"product:${product.id}:${product.revision}"`)
+    expect(Date.parse(after.body.data.updated_at)).toBeGreaterThan(Date.parse(product.updated_at))
+
+    // A module's lessons_count likewise.
+    h().advance(2_000)
+    await created(`/products/${product.id}/lessons`, { name: "L", module_id: module.id })
+    const moduleAfter = (await call("GET", `/products/${product.id}/modules/${module.id}`)).body.data
+    expect(moduleAfter.lessons_count).toBe(1)
+    expect(moduleAfter.revision).not.toBe(module.revision)
+    expect(Date.parse(moduleAfter.updated_at)).toBeGreaterThan(Date.parse(module.updated_at))
+  })
+})
