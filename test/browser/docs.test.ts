@@ -4,35 +4,14 @@
  * counted), with the sidebar grouped by `x-tagGroups` and the operations' summaries. The
  * screenshot in docs/openapi.md is taken here: `UPDATE_SCREENSHOTS=1` writes it to docs/images.
  */
-import { chromium, type Browser } from "playwright-core"
-import { existsSync, mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Harness, startHarness } from "../support/harness.js"
-
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
-const shots = process.env["UPDATE_SCREENSHOTS"]
-  ? new URL("../../docs/images/", import.meta.url).pathname
-  : `${mkdtempSync(join(tmpdir(), "syllabus-shots-"))}/`
+import { describe, expect, it } from "vitest"
+import { shots, useBrowser } from "./support.js"
 
 describe("the reference page in a browser", () => {
-  let h: Harness
-  let browser: Browser
-  beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`Chromium is needed at ${CHROMIUM} (.ci/run installs Debian's package)`)
-    h = await startHarness("memory")
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-    })
-  }, 60_000)
-  afterAll(async () => {
-    await browser?.close()
-    await h?.close()
-  })
+  const started = useBrowser()
 
   it("renders /docs offline, its sidebar grouped by area and tagged by resource", async () => {
+    const { h, browser } = started()
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
     const elsewhere: Array<string> = []
     const origin = new URL(h.baseUrl).origin

@@ -4,37 +4,15 @@
  * waits on its loopback callback; then the client calls the API in human mode. The pages'
  * screenshots (docs/human-mode.md) are taken here: `UPDATE_SCREENSHOTS=1` writes them to docs/images.
  */
-import { chromium, type Browser } from "playwright-core"
-import { existsSync, mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { enrollTotp, totpCode, user } from "../../packages/cli/test/support.js"
-import { type Harness, startHarness } from "../support/harness.js"
-
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
-// The docs' screenshots are refreshed with UPDATE_SCREENSHOTS=1; otherwise they go to a temporary directory.
-const shots = process.env["UPDATE_SCREENSHOTS"]
-  ? new URL("../../docs/images/", import.meta.url).pathname
-  : `${mkdtempSync(join(tmpdir(), "syllabus-shots-"))}/`
+import { shots, useBrowser } from "./support.js"
 
 describe("human mode in a browser", () => {
-  let h: Harness
-  let browser: Browser
-  beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`Chromium is needed at ${CHROMIUM} (.ci/run installs Debian's package)`)
-    h = await startHarness("memory")
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-    })
-  }, 60_000)
-  afterAll(async () => {
-    await browser?.close()
-    await h?.close()
-  })
+  const started = useBrowser()
 
   it("login in the browser, then the client lists credentials as the administrator", async () => {
+    const { h, browser } = started()
     const admin = h.account.administrator
     const totp = await enrollTotp(h, h.live, admin.id)
     const cli = user()

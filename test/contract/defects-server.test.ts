@@ -105,6 +105,20 @@ const jsonLines = (output: string): Array<Record<string, unknown>> =>
 
 // ---------------------------------------------------------------------------------------
 
+
+/** A database of its own for the enclosing `describe`, dropped after it. */
+const useFreshDatabase = (): (() => string) => {
+  const scope = Effect.runSync(Scope.make())
+  let url: string | undefined
+  beforeAll(async () => {
+    url = (await Effect.runPromise(Scope.extend(freshPgDatabase, scope))).url
+  }, 60_000)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+  return () => {
+    if (url === undefined) throw new Error("the database is not made yet")
+    return url
+  }
+}
 describe("the access log of the standalone server", () => {
   let server: Running
   let secret: string
@@ -195,22 +209,17 @@ describe("create-account", () => {
   }, 60_000)
 
   describe("on a database", () => {
-    const scope = Effect.runSync(Scope.make())
-    let databaseUrl: string
-    beforeAll(async () => {
-      databaseUrl = (await Effect.runPromise(Scope.extend(freshPgDatabase, scope))).url
-    }, 60_000)
-    afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+    const database = useFreshDatabase()
 
     it("refuses a password the API would refuse (under 12 characters), and opens nothing", async () => {
-      const refused = await run(account("acme", "x"), { DATABASE_URL: databaseUrl })
+      const refused = await run(account("acme", "x"), { DATABASE_URL: database() })
       expect(refused.code).not.toBe(0)
       expect(refused.stderr).toMatch(/12/)
       expect(refused.stdout).not.toMatch(/ck_(live|test)_/)
-      const eleven = await run(account("acme", "a".repeat(11)), { DATABASE_URL: databaseUrl })
+      const eleven = await run(account("acme", "a".repeat(11)), { DATABASE_URL: database() })
       expect(eleven.code).not.toBe(0)
       // The subdomain is still free: the refusals opened nothing.
-      const opened = await run(account("acme", "a".repeat(12)), { DATABASE_URL: databaseUrl })
+      const opened = await run(account("acme", "a".repeat(12)), { DATABASE_URL: database() })
       expect(opened.code, opened.stderr).toBe(0)
       expect(secretsIn(opened.stdout).production).toMatch(/^ck_live_/)
     }, 90_000)
@@ -218,15 +227,10 @@ describe("create-account", () => {
 })
 
 describe("start --demo on a database", () => {
-  const scope = Effect.runSync(Scope.make())
-  let databaseUrl: string
-  beforeAll(async () => {
-    databaseUrl = (await Effect.runPromise(Scope.extend(freshPgDatabase, scope))).url
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+  const database = useFreshDatabase()
 
   it("opens the demo account once; a restart reuses it, says so, prints no secret, and tells how to get new ones", async () => {
-    const first = await start(["--demo"], { DATABASE_URL: databaseUrl })
+    const first = await start(["--demo"], { DATABASE_URL: database() })
     const firstOutput = first.stdout()
     const { production } = secretsIn(firstOutput)
     expect(production, firstOutput).toMatch(/^ck_live_/)
@@ -234,7 +238,7 @@ describe("start --demo on a database", () => {
     expect(accountId, firstOutput).toBeDefined()
     await first.stop()
 
-    const second = await start(["--demo"], { DATABASE_URL: databaseUrl })
+    const second = await start(["--demo"], { DATABASE_URL: database() })
     try {
       const output = second.stdout()
       expect(output).not.toMatch(/ck_(live|test)_/)
@@ -247,13 +251,13 @@ describe("start --demo on a database", () => {
     }
 
     // The command it names gives working secrets of that same account.
-    const issued = await run(["issue-credentials", "--subdomain", "demo"], { DATABASE_URL: databaseUrl })
+    const issued = await run(["issue-credentials", "--subdomain", "demo"], { DATABASE_URL: database() })
     expect(issued.code, issued.stderr).toBe(0)
     expect(issued.stdout).toContain(accountId)
     const fresh = secretsIn(issued.stdout)
     expect(fresh.production).toMatch(/^ck_live_/)
     expect(fresh.sandbox).toMatch(/^ck_test_/)
-    const third = await start([], { DATABASE_URL: databaseUrl })
+    const third = await start([], { DATABASE_URL: database() })
     try {
       const res = await current(third.baseUrl, fresh.sandbox!)
       expect(res.status).toBe(200)

@@ -69,13 +69,18 @@ export interface Harness {
   /** Open another account (tenancy tests). */
   openAccount(subdomain: string): Promise<OpenedAccount>
   setAccountStatus(accountId: string, status: AccountStatus): Promise<void>
-  /** Move the server's clock forward. */
+  /** Move the server's clock forward (a negative `ms` puts it back, after a test moved it). */
   advance(ms: number): void
   /**
    * Operator: merge fields into a stored record, as another part of the platform would
    * (e.g. mark a record as a replica of another account's record, which release 3.2.0 syncs).
    */
   patchRecord(tenant: { accountId: string; environment: "production" | "sandbox" }, type: string, id: string, fields: Record<string, unknown>): Promise<void>
+  /**
+   * Operator: run a use case of the core on this server's services (its store, IDs, crypto), as
+   * another part of the platform would (e.g. issue the certificate a progress change earned).
+   */
+  runUseCase<A>(effect: Effect.Effect<A, unknown, any>): Promise<A>
   /** Run the housekeeping the server does on its own schedule (expiry sweeps, retention). */
   housekeeping(): Promise<void>
   /**
@@ -203,7 +208,8 @@ export const startHarness = async (
       await run(setAccountStatus(accountId, status))
     },
     advance: (ms) => {
-      clock.shift(ms)
+      if (ms < 0) clock.rewind(-ms)
+      else clock.shift(ms)
     },
     patchRecord: async (tenant, type, id, fields) => {
       await run(
@@ -215,6 +221,7 @@ export const startHarness = async (
         })
       )
     },
+    runUseCase: (effect) => run(effect),
     housekeeping: async () => {
       await run(Effect.zip(sweepExpiredUploads(), pruneRetained()))
     },
