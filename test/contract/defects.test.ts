@@ -194,7 +194,10 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
       const byDefault = (await call("GET", `${path}?limit=200`)).body.data.map((item: { id: string }) => item.id)
       const newestFirst = (await call("GET", `${path}?limit=200&sort=-created_at`)).body.data.map((item: { id: string }) => item.id)
       expect(byDefault.length).toBeGreaterThanOrEqual(2)
-      expect(byDefault, path).toEqual(newestFirst)
+      // Background work (an operation finishing) may record events between the two reads: compare what both saw.
+      const both = new Set(byDefault.filter((id: string) => newestFirst.includes(id)))
+      expect(both.size, path).toBeGreaterThanOrEqual(2)
+      expect(byDefault.filter((id: string) => both.has(id)), path).toEqual(newestFirst.filter((id: string) => both.has(id)))
     }
   })
 })
