@@ -146,9 +146,78 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
       }
       return { path: "/operations" }
     },
+    "enrollments.list": async () => {
+      const product = await productWith()
+      for (const n of [1, 2]) {
+        const user = await created("/users", { name: `E${n}`, email: `${unique(`e${n}`)}@example.com` })
+        await created("/enrollments", { user_id: user.id, product_id: product })
+      }
+      return { path: "/enrollments" }
+    },
+    "release_rules.list": async () => {
+      const product = await productWith()
+      for (const module of (await call("GET", `/products/${product}/modules`)).body.data) {
+        await created(`/products/${product}/release-rules`, { target: { kind: "module", id: module.id }, kind: "after_enrollment", days: 7 })
+      }
+      return { path: `/products/${product}/release-rules` }
+    },
+    "exams.list": async () => {
+      const product = await productWith()
+      await created(`/products/${product}/exams`, { title: "One" })
+      await created(`/products/${product}/exams`, { title: "Two" })
+      return { path: `/products/${product}/exams` }
+    },
+    "exam_questions.list": async () => {
+      const { examPath } = await examWithQuestions()
+      return { path: `${examPath}/questions` }
+    },
+    "exam_attempts.list": async () => {
+      const { product, examPath, question } = await examWithQuestions()
+      const user = await created("/users", { name: "Taker", email: `${unique("taker")}@example.com` })
+      await created("/enrollments", { user_id: user.id, product_id: product })
+      for (const alternative of question.alternatives) {
+        await created(`${examPath}/attempts`, { user_id: user.id, answers: [{ exam_question_id: question.id, alternative_ids: [alternative.id] }] })
+      }
+      return { path: `${examPath}/attempts` }
+    },
+    "gamification_rules.list": async () => {
+      await created("/gamification/rules", { name: unique("g1"), trigger: "lesson_completed", points: 1 })
+      await created("/gamification/rules", { name: unique("g2"), trigger: "exam_passed", points: 2 })
+      return { path: "/gamification/rules" }
+    },
+    "points.entries.list": async () => {
+      // Two lessons completed by a learner earn the points of a rule of their product, an entry each.
+      const product = await productWith()
+      await created("/gamification/rules", { name: unique("g"), trigger: "lesson_completed", points: 3, product_id: product })
+      const module = (await call("GET", `/products/${product}/modules`)).body.data[0]
+      const lessons: Array<string> = []
+      for (const name of ["L1", "L2"]) {
+        const lesson = await created(`/products/${product}/lessons`, { name, module_id: module.id })
+        expect((await call("PATCH", `/products/${product}/lessons/${lesson.id}`, { json: { status: "published" } })).status).toBe(200)
+        lessons.push(lesson.id)
+      }
+      const user = await created("/users", { name: "Learner", email: `${unique("learner")}@example.com` })
+      const enrollment = await created("/enrollments", { user_id: user.id, product_id: product })
+      for (const lesson of lessons) {
+        const res = await call("PUT", `/enrollments/${enrollment.id}/progress/lessons/${lesson}`, { json: { status: "completed" } })
+        expect(res.status, res.text).toBe(200)
+      }
+      return { path: `/users/${user.id}/points/entries` }
+    },
     "events.list": async () => ({ path: "/events" }),
     "requests.list": async () => ({ path: "/requests" }),
     "audit_entries.list": async () => ({ path: "/audit-entries" })
+  }
+
+  /** A product with an exam of two questions. */
+  const examWithQuestions = async () => {
+    const product = await productWith()
+    const exam = await created(`/products/${product}/exams`, { title: "Exam" })
+    const examPath = `/products/${product}/exams/${exam.id}`
+    const alternatives = [{ text: "Yes", correct: true }, { text: "No" }]
+    const question = await created(`${examPath}/questions`, { text: "One?", format: "single_choice", alternatives })
+    await created(`${examPath}/questions`, { text: "Two?", format: "single_choice", alternatives })
+    return { product, examPath, question }
   }
 
   /** A product with two modules. */

@@ -365,12 +365,14 @@ eachStore(
 // Failing closed, the audit trail, usage, sandbox, capabilities
 
 eachStore("platform", (h) => {
-  it("capabilities: object, release 3.4.7 and no deprecations (§4.5, §9)", async () => {
+  it("capabilities: object, release 3.4.7 and no deprecated operation, only the deprecated product_id of rankings (§4.4, §4.5, §9)", async () => {
     const res = await h().request("GET", `${API}/capabilities`, { secret: h().live })
     expect(res.status, res.text).toBe(200)
     expect(res.body.data.object).toBe("capabilities")
     expect(res.body.data.release).toBe("3.4.7")
-    expect(res.body.data.deprecations).toEqual([])
+    expect(res.body.data.deprecations).toEqual([
+      { operation_id: "reports.rankings.get", parameter: "product_id", deprecated_at: expect.any(String), sunset_at: expect.any(String) }
+    ])
     expect(res.headers.get("x-service-release")).toBe("3.4.7")
     expect(res.headers.get("deprecation")).toBeNull()
   })
@@ -555,9 +557,12 @@ eachStore(
       expect(res.body.data.deprecations).toEqual([
         {
           operation_id: "policy_templates.list",
+          parameter: null,
           deprecated_at: new Date(deprecatedAt).toISOString(),
           sunset_at: new Date(sunsetAt).toISOString()
-        }
+        },
+        // The release's own: the deprecated `product_id` of rankings (§4.4).
+        expect.objectContaining({ operation_id: "reports.rankings.get", parameter: "product_id" })
       ])
     })
 

@@ -145,6 +145,20 @@ eachStore("wire rules", (h: () => Harness) => {
     }
   )
 
+  it("a ? inside the query string is part of it (RFC 3986 §3.4): the parameters after it still apply", async () => {
+    const name = `what? ${Date.now()}`
+    const made = await h().request("POST", "/api/v3/showcases", { secret: h().live, json: { name } })
+    expect(made.status, made.text).toBe(201)
+    await h().request("POST", "/api/v3/showcases", { secret: h().live, json: { name: `${name} again` } })
+    const res = await get(`/api/v3/showcases?q=${encodeURIComponent(name).replace("%3F", "?")}&limit=1`)
+    expect(res.status, res.text).toBe(200)
+    expect(res.body.page.limit).toBe(1)
+    expect(res.body.data).toHaveLength(1)
+    expect(res.body.data[0].name.startsWith(name)).toBe(true)
+    // A value holding a `?` is read whole: not a number.
+    expectError(await get("/api/v3/showcases?limit=1?2"), 422, "validation_failed", { parameter: "limit" })
+  })
+
   it("§1.1 a request without Accept is served as JSON", async () => {
     const res = await raw("GET", "/api/v3/credentials/current", { headers: { Authorization: `Bearer ${h().live}` } })
     expect(res.status).toBe(200)

@@ -593,6 +593,195 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
         }))
     })
 
+    describe("Records: getMany", () => {
+      it.effect("the records of these IDs that exist, of this tenant and type only", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seed(tenant)
+          yield* records.insert(tenant, "other", "r_x", { title: "another type" })
+          yield* records.insert(newTenant(), "item", "r_y", { title: "another tenant" })
+          const found = yield* records.getMany(tenant, "item", ["r_c", "r_a", "missing", "r_x", "r_y", "r_a"])
+          expect([...found].map((r) => r.id).sort()).toEqual(["r_a", "r_c"])
+          expect(found.find((r) => r.id === "r_a")).toEqual(yield* records.get(tenant, "item", "r_a"))
+          expect(yield* records.getMany(tenant, "item", [])).toEqual([])
+        }))
+    })
+
+    describe("Records: aggregate", () => {
+      // Scores as a ledger: users, products, points (numbers, a string, a null, a missing one).
+      const ledger: ReadonlyArray<readonly [string, Record<string, string | number | boolean | null | ReadonlyArray<number>>]> = [
+        ["e01", { user_id: "usr_b", product_id: "prd_1", points: 10, kind: "lesson" }],
+        ["e02", { user_id: "usr_a", product_id: "prd_1", points: 5, kind: "exam" }],
+        ["e03", { user_id: "usr_b", product_id: "prd_2", points: 2.5, kind: "lesson" }],
+        ["e04", { user_id: "usr_c", product_id: "prd_2", points: 12.5, kind: "lesson" }],
+        ["e05", { user_id: "usr_a", product_id: "prd_1", points: 7.5, kind: "lesson" }],
+        ["e06", { user_id: "usr_c", product_id: "prd_3", points: "9", kind: "exam" }],
+        ["e07", { user_id: "usr_d", product_id: "prd_3", points: null, kind: "exam" }],
+        ["e08", { user_id: null, product_id: "prd_1", kind: "lesson" }],
+        ["e09", { user_id: [1, 2], product_id: "prd_2", points: -1, kind: "lesson" }],
+        ["e10", { user_id: 7, product_id: "prd_2", points: 0, kind: true }]
+      ]
+      const seedLedger = (tenant: Tenant) =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          for (const [id, data] of ledger) yield* records.insert(tenant, "entry", id, data)
+          // Another tenant's entries never count.
+          yield* records.insert(newTenant(), "entry", "e99", { user_id: "usr_a", product_id: "prd_1", points: 1000 })
+        })
+      const all = [
+        { kind: "count" },
+        { kind: "sum", field: "points" },
+        { kind: "avg", field: "points" },
+        { kind: "min", field: "points" },
+        { kind: "max", field: "points" }
+      ] as const
+
+      it.effect("without groupBy: one group, null figures over no number, counts 0 over no record", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          const query = { where: [], groupBy: [], measures: all }
+          expect(yield* records.aggregate(tenant, "entry", query)).toEqual([{ key: [], values: [0, null, null, null, null] }])
+          yield* seedLedger(tenant)
+          expect(yield* records.aggregate(tenant, "entry", query)).toEqual([
+            { key: [], values: [10, 36.5, 36.5 / 7, -1, 12.5] }
+          ])
+          expect(
+            yield* records.aggregate(tenant, "entry", { ...query, where: [{ field: "product_id", op: "eq", value: "prd_3" }] })
+          ).toEqual([{ key: [], values: [2, null, null, null, null] }])
+          expect(
+            yield* records.aggregate(tenant, "entry", { ...query, where: [{ field: "product_id", op: "eq", value: "prd_9" }] })
+          ).toEqual([{ key: [], values: [0, null, null, null, null] }])
+        }))
+
+      it.effect("groups ordered by key as text, null first; a non-scalar key is null; numbers stay numbers", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seedLedger(tenant)
+          const rows = yield* records.aggregate(tenant, "entry", { where: [], groupBy: ["user_id"], measures: all })
+          expect(rows).toEqual([
+            { key: [null], values: [2, -1, -1, -1, -1] },
+            { key: [7], values: [1, 0, 0, 0, 0] },
+            { key: ["usr_a"], values: [2, 12.5, 6.25, 5, 7.5] },
+            { key: ["usr_b"], values: [2, 12.5, 6.25, 2.5, 10] },
+            { key: ["usr_c"], values: [2, 12.5, 12.5, 12.5, 12.5] },
+            { key: ["usr_d"], values: [1, null, null, null, null] }
+          ])
+          // Two keys; a boolean key; filtered by `in` on an indexed field.
+          expect(
+            yield* records.aggregate(tenant, "entry", {
+              where: [{ field: "product_id", op: "in", values: ["prd_2", "prd_3"] }],
+              groupBy: ["product_id", "kind"],
+              measures: [{ kind: "count" }]
+            })
+          ).toEqual([
+            { key: ["prd_2", "lesson"], values: [3] },
+            { key: ["prd_2", true], values: [1] },
+            { key: ["prd_3", "exam"], values: [2] }
+          ])
+          // No record matches: no group.
+          expect(
+            yield* records.aggregate(tenant, "entry", {
+              where: [{ field: "product_id", op: "eq", value: "prd_9" }],
+              groupBy: ["user_id"],
+              measures: [{ kind: "count" }]
+            })
+          ).toEqual([])
+        }))
+
+      it.effect("a range without an equality (read through the range's field): values of another kind are out", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seedLedger(tenant)
+          expect(
+            yield* records.aggregate(tenant, "entry", {
+              where: [{ field: "points", op: "gte", value: 5 }],
+              groupBy: ["product_id"],
+              measures: [{ kind: "count" }, { kind: "sum", field: "points" }]
+            })
+          ).toEqual([
+            { key: ["prd_1"], values: [3, 22.5] },
+            { key: ["prd_2"], values: [1, 12.5] }
+          ])
+          expect(
+            yield* records.aggregate(tenant, "entry", {
+              where: [{ field: "user_id", op: "gte", value: "usr_b" }, { field: "user_id", op: "lt", value: "usr_d" }],
+              groupBy: ["user_id"],
+              measures: [{ kind: "count" }]
+            })
+          ).toEqual([
+            { key: ["usr_b"], values: [2] },
+            { key: ["usr_c"], values: [2] }
+          ])
+        }))
+
+      it.effect("a measure's filter counts only its records (conditional counts in one read)", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seedLedger(tenant)
+          expect(
+            yield* records.aggregate(tenant, "entry", {
+              where: [{ field: "product_id", op: "in", values: ["prd_1", "prd_2"] }],
+              groupBy: ["product_id"],
+              measures: [
+                { kind: "count" },
+                { kind: "count", filter: [{ field: "kind", op: "eq", value: "lesson" }] },
+                { kind: "sum", field: "points", filter: [{ field: "kind", op: "eq", value: "exam" }] },
+                { kind: "avg", field: "points", filter: [{ field: "points", op: "gt", value: 0 }] }
+              ]
+            })
+          ).toEqual([
+            { key: ["prd_1"], values: [4, 3, 5, 7.5] },
+            { key: ["prd_2"], values: [4, 3, null, 7.5] }
+          ])
+        }))
+
+      it.effect("ordered by a measure (null as 0), ties by key in the same direction, paged after a group", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* seedLedger(tenant)
+          const query = {
+            where: [],
+            groupBy: ["user_id"],
+            measures: [{ kind: "sum", field: "points" }, { kind: "count" }] as const,
+            order: { measure: 0, direction: "desc" } as const
+          }
+          const everything = yield* records.aggregate(tenant, "entry", query)
+          expect(everything.map((row) => row.key[0])).toEqual(["usr_c", "usr_b", "usr_a", "usr_d", 7, null])
+          const first = yield* records.aggregate(tenant, "entry", { ...query, limit: 2 })
+          expect(first.map((row) => row.key[0])).toEqual(["usr_c", "usr_b"])
+          const second = yield* records.aggregate(tenant, "entry", {
+            ...query,
+            limit: 3,
+            after: { value: 12.5, key: ["usr_b"] }
+          })
+          expect(second.map((row) => row.key[0])).toEqual(["usr_a", "usr_d", 7])
+          const last = yield* records.aggregate(tenant, "entry", { ...query, limit: 3, after: { value: 0, key: ["7"] } })
+          expect(last).toEqual([{ key: [null], values: [-1, 2] }])
+          // Ascending, after a null key.
+          const ascending = yield* records.aggregate(tenant, "entry", {
+            ...query,
+            order: { measure: 0, direction: "asc" },
+            after: { value: 0, key: [null] }
+          })
+          expect(ascending.map((row) => row.key[0])).toEqual([7, "usr_d", "usr_a", "usr_b", "usr_c"])
+          // By key alone, paged.
+          const byKey = yield* records.aggregate(tenant, "entry", {
+            where: [],
+            groupBy: ["user_id"],
+            measures: [{ kind: "count" }],
+            after: { value: 0, key: ["usr_a"] },
+            limit: 2
+          })
+          expect(byKey).toEqual([{ key: ["usr_b"], values: [2] }, { key: ["usr_c"], values: [2] }])
+        }))
+    })
+
     describe("Records: purge and prune", () => {
       it.effect("purge removes the tenant's records of other types, frees their keys, and nothing else", () =>
         Effect.gen(function* () {

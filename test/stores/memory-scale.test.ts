@@ -359,6 +359,28 @@ describe("memory store: ordered indexes", () => {
       expect(instrumentation.visited - beforeScan).toBeLessThan(20)
     }).pipe(Effect.provide(MemoryStore)), 120_000)
 
+  it.effect("a housekeeping scan bounded on its path's order (due before now) reads the due records, not the whole group", () =>
+    Effect.gen(function* () {
+      const records = yield* Records
+      const uow = yield* UnitOfWork
+      // 20,000 active enrollments: most without an expiry (null, lowest in the order), some later, three due.
+      yield* uow.transaction(Effect.forEach(Array.from({ length: 20_000 }, (_, i) => i), (i) =>
+        records.insert(tenantA, "enrollment", `enr_${String(i).padStart(9, "0")}`, {
+          status: "active",
+          expires_at: i % 4 === 0 ? `2027-0${1 + (i % 9)}-01T00:00:00.000Z` : null
+        }), { discard: true }))
+      for (const [n, at] of [[1, "2026-01-01T00:00:00.000Z"], [2, "2026-02-01T00:00:00.000Z"], [3, "2026-03-01T00:00:00.000Z"]] as const) {
+        yield* records.insert(tenantB, "enrollment", `enr_due_${n}`, { status: "active", expires_at: at })
+      }
+      const due: ReadonlyArray<Where> = [
+        { field: "status", op: "eq", value: "active" },
+        { field: "expires_at", op: "lte", value: "2026-06-01T00:00:00.000Z" }
+      ]
+      const before = instrumentation.visited
+      expect(ids(yield* records.scan("enrollment", due, 200))).toEqual(["enr_due_1", "enr_due_2", "enr_due_3"])
+      expect(instrumentation.visited - before).toBeLessThan(200)
+    }).pipe(Effect.provide(MemoryStore)), 120_000)
+
   describe("the declared access paths are indexes from the first record", () => {
     const M = 60_000
     const live: ReadonlyArray<Where> = [{ field: "deleted", op: "eq", value: false }]

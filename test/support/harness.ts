@@ -12,9 +12,8 @@ import {
   openAccount,
   type OpenedAccount,
   Records,
-  pruneRetained,
-  setAccountStatus,
-  sweepExpiredUploads
+  housekeepingPass,
+  setAccountStatus
 } from "@syllabus/core"
 import { type EdgeLimits, makeNodeEdge, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
@@ -223,7 +222,7 @@ export const startHarness = async (
     },
     runUseCase: (effect) => run(effect),
     housekeeping: async () => {
-      await run(Effect.zip(sweepExpiredUploads(), pruneRetained()))
+      await run(housekeepingPass())
     },
     storedRecord: (tenant, type, id) =>
       run(Effect.flatMap(Records, (records) => records.get(tenant, type, id)).pipe(Effect.map((record) => record?.data))),

@@ -36,7 +36,8 @@ export const apiPath = (path: string) => {
 /** The path with the `--param`s added to its query string. */
 export const withParams = (path: string, params: ReadonlyArray<string>) =>
   Effect.gen(function* () {
-    const [base, existing = ""] = path.split("?", 2) as [string, string?]
+    const queryAt = path.indexOf("?")
+    const [base, existing] = queryAt === -1 ? [path, ""] : [path.slice(0, queryAt), path.slice(queryAt + 1)]
     const query = new URLSearchParams(existing)
     for (const param of params) {
       const equals = param.indexOf("=")

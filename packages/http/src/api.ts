@@ -22,6 +22,11 @@ import { siteRoutes } from "./routes/site.js"
 import { taxonomiesRoutes } from "./routes/taxonomies.js"
 import { webhooksRoutes } from "./routes/webhooks.js"
 import { webhookDeliveryRoutes } from "./routes/webhook-deliveries.js"
+import { certificateRoutes } from "./routes/certificates.js"
+import { enrollmentsRoutes } from "./routes/enrollments.js"
+import { examsRoutes } from "./routes/exams.js"
+import { gamificationRoutes } from "./routes/gamification.js"
+import { reportsRoutes } from "./routes/reports.js"
 
 const served: ReadonlyArray<Operation> = [
   ...credentialOperations,
@@ -33,6 +38,11 @@ const served: ReadonlyArray<Operation> = [
   ...siteRoutes,
   ...webhooksRoutes,
   ...webhookDeliveryRoutes,
+  ...certificateRoutes,
+  ...enrollmentsRoutes,
+  ...examsRoutes,
+  ...gamificationRoutes,
+  ...reportsRoutes,
   ...uploadOperations,
   ...operationOperations,
   ...eventOperations,

@@ -3,6 +3,7 @@ export { type AccessLogLine, type AccessLogSink, jsonLinesTo } from "./access-lo
 export { type Embedding, makeFetchHandler, makeNodeEdge, makeNodeListener, webHandlerOf } from "./embed.js"
 export { clientErrorHandler, defaultEdgeLimits, type EdgeLimits, type NodeEdge, nodeEdge } from "./node-edge.js"
 export { type SyllabusOptions, syllabusLayer } from "./layer.js"
+export { PdfCertificateRenderer, renderCertificatePdf } from "./certificate-renderer.js"
 export { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
 export { type CryptoKeys, ephemeralKeys, makeNodeCrypto, NodeCrypto } from "./node-crypto.js"
 export { defineOperation, type Operation, type Reply } from "./operation.js"

@@ -6,6 +6,7 @@ import {
   BackgroundBudget,
   type BackgroundOptions,
   batchKinds,
+  CertificateRenderer,
   ChangeSignals,
   Crypto,
   FileStorage,
@@ -32,6 +33,7 @@ import { NodeWebhookSender } from "./webhook-sender.js"
 import { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
 import { OAuthConfig } from "./oauth/app.js"
 import { joseAccessTokens } from "./oauth/grants.js"
+import { PdfCertificateRenderer } from "./certificate-renderer.js"
 
 export interface SyllabusOptions<E = never> {
   /** The record store: `MemoryStore` from `@syllabus/memory`, or `pgLayer(url)` from `@syllabus/pg`. */
@@ -71,6 +73,8 @@ export interface SyllabusOptions<E = never> {
   readonly onWebhook?: WebhookCallback
   /** Let production webhooks reach http and private or loopback addresses (local development only). */
   readonly allowLocalWebhooks?: boolean
+  /** Draws certificates and their previews as PDF (default: `PdfCertificateRenderer`, on pdfkit). */
+  readonly certificateRenderer?: Layer.Layer<CertificateRenderer>
 }
 
 const unavailable = Effect.fail(new StorageUnavailable({ cause: "no file storage configured" }))
@@ -119,6 +123,7 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     ServerSettings.layer(options.settings),
     ReleaseCapabilityCatalog,
     ChangeSignals.live,
+    options.certificateRenderer ?? PdfCertificateRenderer,
     options.webhookSender ??
       (options.onWebhook ? CallbackWebhookSender(options.onWebhook) : NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true }))
   )

@@ -48,7 +48,25 @@ const resourceTags: Readonly<Record<string, TagText>> = {
   requests: { description: "The request log: one entry per authenticated call, kept 30 days." },
   audit_entries: { name: "Audit entries", description: "The audit trail: every change made in the environment, kept 30 days." },
   account: { description: "The account's usage of the API and the limits in effect." },
-  sandbox: { description: "The sandbox environment: emptying it, and sample events for integration tests." }
+  sandbox: { description: "The sandbox environment: emptying it, and sample events for integration tests." },
+  certificate_templates: {
+    name: "Certificate templates",
+    description: "A product's certificate template (criteria, layout, texts), replaced whole, and its PDF preview."
+  },
+  certificates: { description: "Certificates issued to learners when a product's template criteria are met; read-only." },
+  enrollments: { description: "A user's access to a product (one active per user and product), its cancellation, expiry and per-lesson progress." },
+  release_rules: { name: "Release rules", description: "When the modules and lessons of a product open to a learner (drip content): after enrollment, on a date, after a module." },
+  exams: { description: "The exams of a product, linked to lessons through a lesson's exam_id, with their settings and counts." },
+  exam_questions: {
+    name: "Exam questions",
+    description: "The questions of an exam, their alternatives and order; the answer key only with exams.read_answer_key."
+  },
+  exam_attempts: { name: "Exam attempts", description: "Learners' completed attempts of an exam, graded against the answer key at submission." },
+  gamification_rules: { name: "Gamification rules", description: "Rules that award points for what learners do (lessons completed, exams passed, …), in one product or in all." },
+  points: { description: "A learner's points: the balance, and the ledger of the points each rule awarded, newest first." },
+  reports: {
+    description: "Reports computed by the store from the learning records (enrollments, exam attempts, certificates, points), and their catalog."
+  }
 }
 
 /**
@@ -72,11 +90,13 @@ const areaGroups: Readonly<Record<string, string>> = {
   Files: "Integration",
   Account: "Platform",
   Sandbox: "Platform",
-  Service: "Platform"
+  Service: "Platform",
+  Learning: "Learning",
+  Reports: "Learning"
 }
 
 /** The order of the groups in `x-tagGroups`: the order of §1. */
-const groupOrder = ["Catalog and content", "People", "Support", "Sales", "Settings", "Access", "Integration", "Platform"]
+const groupOrder = ["Catalog and content", "People", "Learning", "Support", "Sales", "Settings", "Access", "Integration", "Platform"]
 
 const humanize = (segment: string) => {
   const words = segment.replaceAll("_", " ")

@@ -24,6 +24,7 @@ import { applySchemaRules, idPattern, parameterExtensible } from "./openapi-sche
 import { tagsOf, resourceTagOf } from "./openapi-tags.js"
 import { type AnySchema, defineOperation, type Operation } from "./operation.js"
 import { ErrorSchema, PageSchema, RateLimitErrorSchema } from "./schemas.js"
+import { deprecatedParametersOf } from "./deprecations.js"
 import { type Deprecation, RELEASE, ServerSettings } from "./services.js"
 
 type JsonMap = { [key: string]: Json }
@@ -219,12 +220,22 @@ const queryParameters = (operation: Operation, schemas: SchemaRegistry, componen
         ? { ...ruled, "x-extensible": parameterExtensible(components, name, ruled.enum) ?? ruled["x-extensible"] ?? true }
         : ruled
     const description = (isObject(schema) && typeof schema.description === "string" ? schema.description : undefined) ?? queryDescriptions[name]
+    const deprecation = deprecatedParametersOf(operation.id).get(name)
     return {
       name,
       in: "query",
       required: required.has(name),
       ...(description !== undefined ? { description } : {}),
-      schema
+      schema,
+      // A required parameter shows a value, as a path parameter does (a typed client's call needs one).
+      ...(required.has(name) ? { example: sampleOf(schema, () => null, name) } : {}),
+      ...(deprecation !== undefined
+        ? {
+            deprecated: true,
+            "x-deprecated-at": formatTimestamp(deprecation.deprecatedAt),
+            "x-sunset": formatTimestamp(deprecation.sunsetAt)
+          }
+        : {})
     }
   })
 }
@@ -582,8 +593,12 @@ interface Built {
   readonly components: () => JsonObject
 }
 
+/** Whether an answer of the operation may carry the deprecation headers (and 410 after a sunset): it, or one of its parameters, is deprecated. */
+const meetsDeprecation = (operation: Operation, deprecation: Deprecation | undefined): boolean =>
+  deprecation !== undefined || deprecatedParametersOf(operation.id).size > 0
+
 const operationObject = (operation: Operation, deprecation: Deprecation | undefined, built: Built): JsonMap => {
-  const deprecated = deprecation !== undefined
+  const deprecated = meetsDeprecation(operation, deprecation)
   const body = requestBody(operation, built.schemas, built.examples)
   const needs = operation.capability === "authenticated" ? "Any valid credential." : `Requires \`${operation.capability}\`.`
   const errors = errorCodesByStatus(operation, deprecated)
@@ -746,7 +761,9 @@ export const openApiDocument = (
   let known: JsonObject | undefined
   const components = () => (known ??= withCodeCatalog(schemas.components()))
   const examples = makeExamples(components)
-  const codesByOperation = operations.map((operation) => errorCodesByStatus(operation, deprecations.has(operation.id)))
+  const codesByOperation = operations.map((operation) =>
+    errorCodesByStatus(operation, meetsDeprecation(operation, deprecations.get(operation.id)))
+  )
   const errors = makeSharedErrors(codesByOperation, examples)
   const built: Built = { schemas, examples, errors, components }
   const paths: Record<string, JsonMap> = {}

@@ -38,6 +38,7 @@ import { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
 import { within } from "./deadline.js"
+import { deprecationHeaders, deprecationOf } from "./deprecations.js"
 import { errorBody, languageHeaders } from "./envelope.js"
 import type { Operation, Reply } from "./operation.js"
 import { makeRouter } from "./router.js"
@@ -62,8 +63,6 @@ interface RequestState {
   committed: boolean
   readonly headers: Record<string, string>
 }
-
-const httpDate = (ms: number): string => new Date(ms).toUTCString()
 
 /** All values of a header, seeing through Node's folding of repeated headers. */
 const headerValues = (request: HttpServerRequest, name: string): ReadonlyArray<string> => {
@@ -207,7 +206,10 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
 
       // 4. Route lookup, first: a part upload streams its body to storage after authentication
       // instead of having it read here, and an event stream negotiates its own media type.
-      const [rawPath = "", search = ""] = request.url.split("?", 2) as [string?, string?]
+      // The query is all after the first `?`: a `?` may appear in it (RFC 3986 §3.4).
+      const queryAt = request.url.indexOf("?")
+      const rawPath = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
+      const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
       const path = rawPath.slice(API_PREFIX.length) || "/"
       // HEAD is answered as GET without its body (RFC 9110 §9.3.2), on every GET route.
       const match = route(request.method === "HEAD" ? "GET" : request.method, path)
@@ -225,11 +227,10 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         return yield* Effect.fail(apiError("not_acceptable"))
       }
 
-      const deprecation = settings.deprecations.get(operation.id)
+      // The operation's deprecation, or that of a deprecated query parameter sent (deprecations.ts).
+      const deprecation = deprecationOf(settings, operation.id, Object.keys(queryRecord(search)))
       if (deprecation) {
-        state.headers["deprecation"] = `@${Math.floor(deprecation.deprecatedAt / 1000)}`
-        state.headers["sunset"] = httpDate(deprecation.sunsetAt)
-        state.headers["link"] = `<${settings.docsUrl}/deprecations>; rel="deprecation"`
+        Object.assign(state.headers, deprecationHeaders(settings, deprecation))
         if ((yield* Clock.currentTimeMillis) >= deprecation.sunsetAt) return yield* Effect.fail(apiError("operation_sunset"))
       }
 

@@ -144,7 +144,14 @@ export const CapabilitiesSchema = Schema.Struct({
   release: Schema.String,
   capabilities: Schema.Array(Schema.String),
   deprecations: Schema.Array(
-    Schema.Struct({ operation_id: Schema.String, deprecated_at: Timestamp, sunset_at: Timestamp })
+    Schema.Struct({
+      operation_id: Schema.String,
+      parameter: Schema.NullOr(Schema.String).annotations({
+        description: "The deprecated query parameter of the operation; null when the whole operation is deprecated."
+      }),
+      deprecated_at: Timestamp,
+      sunset_at: Timestamp
+    })
   )
 }).annotations({ identifier: "Capabilities" })
 
@@ -234,7 +241,9 @@ export const UploadPartSchema = Schema.Struct({
 export const FileSchema = Schema.Struct({
   object: Schema.Literal("file"),
   id: Schema.String,
-  purpose: Purpose,
+  purpose: Schema.Literal("image", "pdf", "import", "editor", "document", "certificate_preview").annotations({
+    description: "What the file is for: an upload's purpose, or `certificate_preview` for a PDF the service rendered (a certificate template's preview)."
+  }),
   filename: Schema.String,
   size: Schema.Int,
   content_type: Schema.String,

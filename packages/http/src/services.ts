@@ -6,6 +6,7 @@
 import type {
   AccessTokens,
   CapabilityCatalog,
+  CertificateRenderer,
   Crypto,
   FileStorage,
   Idempotency,
@@ -32,6 +33,7 @@ export type AppServices =
   | ServerSettings
   | OperationKinds
   | CapabilityCatalog
+  | CertificateRenderer
 
 export const RELEASE = "3.4.7"
 

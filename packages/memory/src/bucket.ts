@@ -285,17 +285,20 @@ const byIdKey: SortKey = { field: "id", kind: "text" }
  * one equality field: the path's first (the selection every list of the path makes: the
  * parent, or `deleted`) and its last (a filter's own field), each in the path's order; a read
  * uses the candidate index with the fewest entries for its value, the rest are conditions.
- * Across tenants (`scan`), records are read by id; without an equality (`prune`), by the bound.
+ * Across tenants (`scan`), records are read by id, or by the path's order when the scan bounds
+ * it (a due time); without an equality (`prune`), by the bound.
  * A search path (`q`) is the trigram index of its field (`search.ts`); a page with `q` reads it
  * or walks the order of its list's sort, an index of the type's sorts (`page`).
  */
 export const indexesOfPath = (path: AccessPath): ReadonlyArray<Spec> => {
   if (path.kind === "search") return [searchSpecOf(path.field)]
   const first = path.order[0] ?? byIdKey
-  const order = path.scope === "all" && path.equals.length > 0 ? byIdKey : first
-  if (path.equals.length === 0) return order.field === "id" ? [] : [specOf(undefined, order)]
+  if (path.equals.length === 0) return first.field === "id" ? [] : [specOf(undefined, first)]
+  // Across tenants, by id (a queue read in order) and, when the path has one, by its order
+  // too: a scan bounded on it (due before now) starts at its bound instead of walking the group.
+  const orders = path.scope === "all" && first.field !== "id" ? [byIdKey, first] : [path.scope === "all" ? byIdKey : first]
   const fields = new Set([path.equals[0]!, path.equals[path.equals.length - 1]!])
-  return Array.from(fields, (field) => specOf(field, order))
+  return Array.from(fields, (field) => orders.map((order) => specOf(field, order))).flat()
 }
 
 /** The number of entries of `index` whose equality is one of `values`: O(log n) per value. */
@@ -359,8 +362,11 @@ const boundsOf = (where: ReadonlyArray<Where>, sort: SortKey): Bounds => {
     if ((w.op === "gt" || w.op === "gte") && typeof w.value === kind) lower.push({ value: w.value, inclusive: w.op === "gte" })
     if ((w.op === "lt" || w.op === "lte") && typeof w.value === kind) upper.push({ value: w.value, inclusive: w.op === "lte" })
   }
+  // A range never matches null (`matchesAll`), and null is lowest: a bounded walk starts past them.
+  const ranged = lower.length + upper.length > 0
   return {
     below: (v) =>
+      (v === null && ranged) ||
       lower.some((b) => {
         if (v === null) return true
         const c = compareScalars(v, b.value)

@@ -3,7 +3,7 @@
  * are the ones a PostgreSQL store gets from SQL: a null or missing value sorts lowest, text
  * compares by code unit (`COLLATE "C"`), comparisons with a value of another type match nothing.
  */
-import type { GroupCount, Json, JsonObject, SortSpec, StoredRecord, Where } from "@syllabus/core"
+import { type AggregateQuery, type AggregateRow, groupKeyText, type GroupCount, type Json, type JsonObject, type SortSpec, type StoredRecord, type Where } from "@syllabus/core"
 
 /** What a sort orders by: a field and its kind (the direction is the reader's). */
 export type SortKey = Pick<SortSpec, "field" | "kind">
@@ -87,4 +87,102 @@ export const count = (
     else group.count++
   }
   return Array.from(groups.values())
+}
+
+/** A group key's value: a scalar, or null (missing, null, an object or an array), as PostgreSQL's group key. */
+const groupKeyOf = (value: Json | undefined): Json =>
+  typeof value === "string" || typeof value === "number" || typeof value === "boolean" ? value : null
+
+/** What a measure accumulates over the records of a group. */
+interface Accumulator {
+  count: number
+  sum: number
+  numbers: number
+  min: number | null
+  max: number | null
+}
+
+/** A group's place in the order of `AggregateQuery`: the measure (null as 0), then each key as (present, text). */
+type OrderTuple = ReadonlyArray<number | string>
+
+const compareTuples = (a: OrderTuple, b: OrderTuple): number => {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const x = a[i]
+    const y = b[i]
+    if (x === y) continue
+    if (x === undefined) return -1
+    if (y === undefined) return 1
+    return x < y ? -1 : 1
+  }
+  return 0
+}
+
+const keyTuple = (key: ReadonlyArray<string | null>): OrderTuple => key.flatMap((text) => (text === null ? [0, ""] : [1, text]))
+
+/**
+ * `Records.aggregate` over the records of a read (in any order; they have been selected by
+ * `query.where` through an index): the groups, their measures, ordered and paged as
+ * `AggregateQuery` says, exactly as the SQL of the PostgreSQL store computes them.
+ */
+export const aggregate = (records: Iterable<StoredRecord>, query: AggregateQuery): ReadonlyArray<AggregateRow> => {
+  const groups = new Map<string, { key: ReadonlyArray<Json>; measures: Array<Accumulator> }>()
+  const fresh = () => query.measures.map((): Accumulator => ({ count: 0, sum: 0, numbers: 0, min: null, max: null }))
+  // Without grouping there is always exactly one group, as an aggregate without GROUP BY gives.
+  if (query.groupBy.length === 0) groups.set("[]", { key: [], measures: fresh() })
+  for (const record of records) {
+    if (!matchesAll(record, query.where)) continue
+    const key = query.groupBy.map((field) => groupKeyOf(fieldOf(record.data, field)))
+    const id = JSON.stringify(key)
+    let group = groups.get(id)
+    if (group === undefined) {
+      group = { key, measures: fresh() }
+      groups.set(id, group)
+    }
+    query.measures.forEach((measure, i) => {
+      if (measure.filter !== undefined && !matchesAll(record, measure.filter)) return
+      const acc = group.measures[i]!
+      acc.count++
+      if (measure.kind === "count") return
+      const value = fieldOf(record.data, measure.field)
+      if (typeof value !== "number") return
+      acc.numbers++
+      acc.sum += value
+      acc.min = acc.min === null || value < acc.min ? value : acc.min
+      acc.max = acc.max === null || value > acc.max ? value : acc.max
+    })
+  }
+  const rows = Array.from(groups.values(), ({ key, measures }): AggregateRow => ({
+    key,
+    values: query.measures.map((measure, i) => {
+      const acc = measures[i]!
+      switch (measure.kind) {
+        case "count":
+          return acc.count
+        case "sum":
+          return acc.numbers === 0 ? null : acc.sum
+        case "avg":
+          return acc.numbers === 0 ? null : acc.sum / acc.numbers
+        case "min":
+          return acc.min
+        case "max":
+          return acc.max
+      }
+    })
+  }))
+  const order = query.order
+  const tupleOf = (row: AggregateRow): OrderTuple => [
+    ...(order === undefined ? [] : [row.values[order.measure] ?? 0]),
+    ...keyTuple(row.key.map(groupKeyText))
+  ]
+  const sign = order?.direction === "desc" ? -1 : 1
+  const sorted = rows
+    .map((row) => ({ row, tuple: tupleOf(row) }))
+    .sort((a, b) => sign * compareTuples(a.tuple, b.tuple))
+  const after = query.after
+  const bound: OrderTuple | undefined = after === undefined
+    ? undefined
+    : [...(order === undefined ? [] : [after.value]), ...keyTuple(query.groupBy.map((_, i) => after.key[i] ?? null))]
+  const kept = bound === undefined ? sorted : sorted.filter((item) => sign * compareTuples(item.tuple, bound) > 0)
+  const limited = query.limit === undefined ? kept : kept.slice(0, Math.max(0, Math.floor(query.limit)))
+  return limited.map((item) => item.row)
 }

@@ -1,5 +1,6 @@
 import { Effect, Either, HashMap } from "effect"
 import {
+  type AggregateQuery,
   type JsonObject,
   type ListQuery,
   Records,
@@ -67,9 +68,27 @@ const moveGlobals = (globals: GlobalKeys, type: string, before: Entry | undefine
 const emptied = (bucket: Bucket): Bucket =>
   withIndexes(emptyBucket(bucket.tenant, bucket.type), specsOfBucket(bucket))
 
+/**
+ * The order an aggregate walks its records in: by id, unless it has no equality and a range on
+ * a field, whose index then bounds the walk (the order of the records is no matter to a fold).
+ */
+const walkOrder = (where: ReadonlyArray<Where>): { readonly field: string; readonly kind: "text" | "number"; readonly direction: "asc" } => {
+  if (where.some((w) => w.op === "eq" || w.op === "in")) return byId
+  const range = where.find((w): w is Extract<Where, { op: "gt" | "gte" | "lt" | "lte" }> =>
+    (w.op === "gt" || w.op === "gte" || w.op === "lt" || w.op === "lte") && w.field !== "id"
+  )
+  if (range === undefined) return byId
+  return { field: range.field, kind: typeof range.value === "number" ? "number" : "text", direction: "asc" }
+}
+
 export const makeRecords = (store: Store): Records["Type"] => {
   const get = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {
     return lookup(yield* store.bucket(tenant, type), id)?.record
+  })
+
+  const getMany = Effect.fnUntraced(function* (tenant: Tenant, type: string, ids: ReadonlyArray<string>) {
+    const bucket = yield* store.bucket(tenant, type)
+    return [...new Set(ids)].flatMap((id) => lookup(bucket, id)?.record ?? [])
   })
 
   const findUnique = Effect.fnUntraced(function* (
@@ -193,13 +212,37 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return Query.count(records, [], groupBy)
   })
 
+  // The records of `where` read through the index a list of it would use (no copy of the
+  // bucket), folded into their groups as they come: an equality's index, or without one the
+  // index of a range's field walked from its bound to the other (certificates of a period).
+  const aggregate = Effect.fnUntraced(function* (tenant: Tenant, type: string, query: AggregateQuery) {
+    const order = walkOrder(query.where)
+    const path = indexFor(type, query.where, order)
+    const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
+    const records = bucket === undefined
+      ? []
+      : (function* () {
+        for (const entry of ordered(bucket, query.where, order, undefined)) yield entry.record
+      })()
+    return Query.aggregate(records, query)
+  })
+
   // Housekeeping reads every tenant's committed buckets of one type, through the index of the
   // condition, and locks nothing: a client never sees its result.
+  // A scan bounded on a field its path orders by (due before now) reads each bucket from that
+  // bound: the due records, not the whole group by id.
   const scan = Effect.fnUntraced(function* (type: string, where: ReadonlyArray<Where>, limit: number) {
-    const path = indexFor(type, where, byId)
+    const bounded = where.find((w) => (w.op === "gt" || w.op === "gte" || w.op === "lt" || w.op === "lte") && w.field !== "id")
+    const byBound =
+      bounded === undefined || !("value" in bounded)
+        ? undefined
+        : ({ field: bounded.field, kind: typeof bounded.value === "number" ? "number" : "text", direction: "asc" } as const)
+    const boundPath = byBound === undefined ? undefined : indexFor(type, where, byBound)
+    const sort = boundPath === undefined ? byId : byBound!
+    const path = boundPath ?? indexFor(type, where, byId)
     const buckets = yield* store.bucketsOfType(type, path === undefined ? [] : [path])
     const found: Array<StoredRecord> = []
-    for (const bucket of buckets) found.push(...page(bucket, where, byId, undefined, limit))
+    for (const bucket of buckets) found.push(...page(bucket, where, sort, undefined, limit))
     return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, Math.max(0, limit))
   })
 
@@ -244,5 +287,5 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return removed
   })
 
-  return Records.of({ get, findUnique, insert, insertMany, update, remove, list, count, scan, purge, prune })
+  return Records.of({ get, getMany, findUnique, insert, insertMany, update, remove, list, count, aggregate, scan, purge, prune })
 }

@@ -19,6 +19,10 @@ const checked = (name: string): string => {
 /** The field as JSON, with a missing field as JSON null (so `eq null` and `eq value` are one index). */
 export const jsonExpr = (field: string): string => `COALESCE(data -> '${checked(field)}', 'null'::jsonb)`
 
+/** The field as the key of an aggregate's group: a JSON scalar, or JSON null for a missing field, an object or an array. */
+export const groupKeyExpr = (field: string): string =>
+  `(CASE WHEN jsonb_typeof(data -> '${checked(field)}') IN ('string', 'number', 'boolean') THEN data -> '${field}' ELSE 'null'::jsonb END)`
+
 /** The field as a number, NULL when it is not a JSON number (CASE: AND does not guard a cast). */
 export const numericExpr = (field: string): string =>
   `(CASE WHEN jsonb_typeof(data -> '${checked(field)}') = 'number' THEN (data ->> '${field}')::numeric END)`

@@ -6,7 +6,7 @@
  * - `pgLayer(url)`: client, migrations, stores and change relay, ready to use
  * - `PgChangeRelay`: `ChangeRelay` with `LISTEN/NOTIFY`, so processes on one database wake each other's event streams
  * - `accessPathIndexes` / `syncAccessPathIndexes`: the indexes of the access paths (run by `migrate`)
- * - `listStatement`, `scanStatement`, `pruneStatement`: the SQL `Records` runs, for `EXPLAIN`
+ * - `listStatement`, `scanStatement`, `pruneStatement`, `aggregateStatement`: the SQL `Records` runs, for `EXPLAIN`
  */
 import type * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -30,7 +30,7 @@ export {
 export { CHANGE_CHANNEL, makePgChangeRelay, PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
 export { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
-export { listStatement, pruneStatement, scanStatement } from "./records.js"
+export { aggregateStatement, listStatement, pruneStatement, scanStatement } from "./records.js"
 export { PgStore } from "./store.js"
 export { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 

@@ -7,10 +7,13 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment, Statement } from "@effect/sql/Statement"
 import {
+  type AggregateQuery,
+  type AggregateRow,
   type GroupCount,
   type Json,
   type JsonObject,
   type ListQuery,
+  type Measure,
   Records,
   RevisionConflict,
   type SortSpec,
@@ -21,7 +24,7 @@ import {
   type Where
 } from "@syllabus/core"
 import { type Context, Effect } from "effect"
-import { isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
+import { groupKeyExpr, isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
 import { type Pg, tenantOf, toNumber } from "./internal.js"
 
 interface RecordRow {
@@ -188,8 +191,95 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
       )
       SELECT count(*) AS count FROM removed`
 
-  return { columns, json, filter, list, scan, prune }
+  /**
+   * `Records.aggregate`: one statement. The groups are made in a subquery (keys `k<i>`, measures
+   * `m<i>`, an average as its sum `m<i>` and count `c<i>`), then ordered, bounded after the
+   * keyset position and limited outside it, by the keys' order of `AggregateQuery`: each key as
+   * (present, text) so that null has a place in a row comparison, after the measure (null as 0)
+   * when `order` names one.
+   */
+  const aggregate = (tenant: Tenant, type: string, query: AggregateQuery): Statement<Record<string, Json>> => {
+    const keys = query.groupBy.map((field, i) =>
+      sql`${sql.literal(groupKeyExpr(field))} AS ${sql(`k${i}`)}`
+    )
+    const filterOf = (measure: Measure) =>
+      measure.filter === undefined || measure.filter.length === 0
+        ? sql``
+        : sql` FILTER (WHERE ${sql.and(measure.filter.map(condition))})`
+    const measures = query.measures.flatMap((measure, i) => {
+      const m = sql(`m${i}`)
+      if (measure.kind === "count") return [sql`count(*)${filterOf(measure)} AS ${m}`]
+      const value = numeric(measure.field)
+      if (measure.kind === "avg") {
+        return [sql`sum(${value})${filterOf(measure)} AS ${m}`, sql`count(${value})${filterOf(measure)} AS ${sql(`c${i}`)}`]
+      }
+      return [sql`${sql.literal(measure.kind)}(${value})${filterOf(measure)} AS ${m}`]
+    })
+    const positions = sql.literal(query.groupBy.map((_, i) => String(i + 1)).join(", "))
+    const grouped = sql`
+      SELECT ${sql.csv([...keys, ...measures])}
+      FROM records WHERE ${filter(tenant, type, query.where)}
+      ${query.groupBy.length === 0 ? sql`` : sql`GROUP BY ${positions}`}`
+    const order = query.order
+    const measureValue = (() => {
+      if (order === undefined) return undefined
+      const measure = query.measures[order.measure]
+      if (measure === undefined) throw new Error(`Records.aggregate: no measure ${order.measure}`)
+      const m = sql(`m${order.measure}`)
+      return measure.kind === "count"
+        ? sql`${m}`
+        : measure.kind === "avg"
+        ? sql`COALESCE(${m} / NULLIF(${sql(`c${order.measure}`)}, 0), 0)`
+        : sql`COALESCE(${m}, 0)`
+    })()
+    const keyParts = query.groupBy.flatMap((_, i) => [
+      sql`(CASE WHEN ${sql(`k${i}`)} = 'null'::jsonb THEN 0 ELSE 1 END)`,
+      sql`(COALESCE(${sql(`k${i}`)} #>> '{}', '') COLLATE "C")`
+    ])
+    const parts = measureValue === undefined ? keyParts : [measureValue, ...keyParts]
+    const direction = sql.literal(order?.direction === "desc" ? "DESC" : "ASC")
+    const orderBy = parts.length === 0 ? sql`` : sql`ORDER BY ${sql.join(", ", false)(parts.map((part) => sql`${part} ${direction}`))}`
+    const after = query.after
+    const bound = after === undefined || parts.length === 0
+      ? sql``
+      : (() => {
+        const values = [
+          ...(measureValue === undefined ? [] : [sql`${after.value}::numeric`]),
+          ...query.groupBy.flatMap((_, i) => {
+            const key = after.key[i] ?? null
+            return [sql`${key === null ? 0 : 1}::int`, sql`(${key ?? ""}::text COLLATE "C")`]
+          })
+        ]
+        const op = sql.literal(order?.direction === "desc" ? "<" : ">")
+        return sql`WHERE (${sql.join(", ", false)(parts)}) ${op} (${sql.join(", ", false)(values)})`
+      })()
+    const limit = query.limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(query.limit))}`
+    return sql<Record<string, Json>>`SELECT * FROM (${grouped}) AS g ${bound} ${orderBy} ${limit}`
+  }
+
+  return { columns, json, filter, list, scan, prune, aggregate }
 }
+
+/** The SQL `Records.aggregate` runs (after checking the field names): for `EXPLAIN`. */
+export const aggregateStatement = (
+  sql: SqlClient.SqlClient,
+  tenant: Tenant,
+  type: string,
+  query: AggregateQuery
+): Effect.Effect<Statement<Record<string, Json>>> =>
+  Effect.as(checkFields(aggregateFields(query)), makeRecordStatements(sql)).pipe(
+    Effect.map((statements) => statements.aggregate(tenant, type, query))
+  )
+
+/** Every field name an aggregate writes into its statement. */
+const aggregateFields = (query: AggregateQuery): ReadonlyArray<string> => [
+  ...query.where.map((w) => w.field),
+  ...query.groupBy,
+  ...query.measures.flatMap((measure) => [
+    ...(measure.kind === "count" ? [] : [measure.field]),
+    ...(measure.filter ?? []).map((w) => w.field)
+  ])
+]
 
 /** The SQL `Records.scan` runs (after checking the field names): for `EXPLAIN`. */
 export const scanStatement = (
@@ -283,6 +373,15 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   const get = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
     const rows = yield* unavailable(sql<RecordRow>`SELECT ${columns} FROM records WHERE ${recordKey(tenant, type, id)}`)
     return rows[0] === undefined ? undefined : toRecord(rows[0])
+  })
+
+  const getMany = Effect.fnUntraced(function*(tenant: Tenant, type: string, ids: ReadonlyArray<string>) {
+    if (ids.length === 0) return []
+    const rows = yield* unavailable(sql<RecordRow>`
+      SELECT ${columns} FROM records
+      WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND type = ${type}
+        AND id = ANY(${[...new Set(ids)]}::text[])`)
+    return rows.map(toRecord)
   })
 
   const findUnique = Effect.fnUntraced(function*(
@@ -432,6 +531,22 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     }))
   })
 
+  const aggregate = Effect.fnUntraced(function*(tenant: Tenant, type: string, query: AggregateQuery) {
+    yield* checkFields(aggregateFields(query))
+    const rows = yield* unavailable(statements.aggregate(tenant, type, query))
+    const number = (value: Json | undefined): number | null =>
+      value === null || value === undefined ? null : toNumber(value)
+    return rows.map((row): AggregateRow => ({
+      key: query.groupBy.map((_, i) => row[`k${i}`] ?? null),
+      values: query.measures.map((measure, i) => {
+        const value = number(row[`m${i}`])
+        if (measure.kind !== "avg") return value
+        const count = number(row[`c${i}`]) ?? 0
+        return value === null || count === 0 ? null : value / count
+      })
+    }))
+  })
+
   const purge = Effect.fnUntraced(function*(tenant: Tenant, keepTypes: ReadonlyArray<string>) {
     const rows = yield* unavailable(sql<{ readonly count: number }>`
       WITH removed AS (
@@ -450,5 +565,5 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  return { get, findUnique, insert, insertMany, update, remove, list, count, scan, purge, prune }
+  return { get, getMany, findUnique, insert, insertMany, update, remove, list, count, aggregate, scan, purge, prune }
 }

@@ -70,6 +70,7 @@ export const withFaults = <E>(store: Layer.Layer<StoreServices, E>, failing: Rea
       const r = guard("records")
       return Context.make(Records, {
         get: r(records.get),
+        getMany: r(records.getMany),
         findUnique: r(records.findUnique),
         insert: r(records.insert),
         insertMany: r(records.insertMany),
@@ -77,6 +78,7 @@ export const withFaults = <E>(store: Layer.Layer<StoreServices, E>, failing: Rea
         remove: r(records.remove),
         list: r(records.list),
         count: r(records.count),
+        aggregate: r(records.aggregate),
         scan: r(records.scan),
         purge: r(records.purge),
         prune: r(records.prune)

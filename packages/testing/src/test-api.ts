@@ -8,9 +8,8 @@ import {
   FileStorage,
   OPERATION_TYPE,
   openAccount,
-  pruneRetained,
+  housekeepingPass,
   Records,
-  sweepExpiredUploads,
   type Tenant,
   WEBHOOK_DELIVERY_TYPE
 } from "@syllabus/core"
@@ -417,7 +416,7 @@ export const createTestApi = async (options: TestApiOptions = {}): Promise<TestA
       clock.advance(toMilliseconds(duration))
       if (!workers) return
       // The housekeeping's passes, awaited here rather than left to its own fiber.
-      await run(Effect.zip(sweepExpiredUploads(), pruneRetained()).pipe(Effect.ignore))
+      await run(housekeepingPass().pipe(Effect.ignore))
       for (let waited = 0; waited < 2000 && (await run(workDue)); waited += 10) await realSleep(10)
     }
   }

@@ -95,4 +95,19 @@ describe("the test clock", () => {
     expect(gone.status).toBe(404)
     expect(gone.body.error.code).toBe("not_found")
   })
+
+  it("expires an enrollment at its expires_at: status expired, event enrollment.expired", async () => {
+    const user = await api.seed.user()
+    const product = await api.seed.product()
+    const expiresAt = new Date(api.clock.now() + 2 * 86_400_000).toISOString()
+    const created = await api.request("POST", "/enrollments", { json: { user_id: user.id, product_id: product.id, expires_at: expiresAt } })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    const id = created.body.data.id as string
+    await api.clock.advance("1d")
+    expect((await api.request("GET", `/enrollments/${id}`)).body.data.status).toBe("active")
+    await api.clock.advance("1d1m")
+    expect((await api.request("GET", `/enrollments/${id}`)).body.data.status).toBe("expired")
+    const event = await api.events.expect("enrollment.expired")
+    expect(event.data.object.id).toBe(id)
+  })
 })

@@ -28,7 +28,16 @@ export const fixtureKinds = {
   operation: "op",
   event: "evt",
   request: "req",
-  audit_entry: "aud"
+  audit_entry: "aud",
+  exam: "exm",
+  exam_question: "exq",
+  exam_attempt: "exa",
+  exam_alternative: "alt",
+  /** A user enrolled in the product, who takes its exam. */
+  learner: "usr",
+  enrollment: "enr",
+  release_rule: "rrl",
+  gamification_rule: "gmr"
 } as const
 
 export type FixtureKind = keyof typeof fixtureKinds
@@ -39,7 +48,7 @@ export type Fixtures = Readonly<Record<FixtureKind, string>>
 export const allPrefixes = [
   "prd", "mod", "les", "exm", "exq", "qst", "tax", "ttm", "dlv", "usr", "whk", "whd", "wha", "shw", "bnr", "tag", "cfd",
   "adm", "enr", "tkt", "cmt", "dpt", "faq", "gtw", "sev", "crd", "op", "opi", "evt", "evs", "fil", "upl", "req", "aud",
-  "lgt", "tac", "dom", "rpl", "pln", "nav", "att", "acc", "rst"
+  "lgt", "tac", "dom", "rpl", "pln", "nav", "att", "acc", "rst", "crt", "exa", "alt", "rrl", "lpr", "gmr", "pte"
 ] as const
 
 /** The fixture a path parameter names, by the parameter's name. */
@@ -63,19 +72,28 @@ export const pathParamFixture: Readonly<Record<string, FixtureKind>> = {
   operation_id: "operation",
   event_id: "event",
   request_id: "request",
-  audit_entry_id: "audit_entry"
+  audit_entry_id: "audit_entry",
+  exam_id: "exam",
+  exam_question_id: "exam_question",
+  exam_attempt_id: "exam_attempt",
+  enrollment_id: "enrollment",
+  release_rule_id: "release_rule",
+  gamification_rule_id: "gamification_rule"
 }
 
 /** The fixture a body field (or query filter) holding a public ID names, by the field's name. */
 export const fieldFixture = (operationId: string, name: string | undefined): FixtureKind | undefined => {
   if (name === undefined) return undefined
+  if (operationId === "exam_attempts.create" && name === "user_id") return "learner"
   if (name === "ids") {
     return (
-      ({ "banners.order.put": "banner", "products.order.replace": "product", "lessons.terms.replace": "taxonomy_term", "users.tags.replace": "tag" } as const)[
+      ({ "banners.order.put": "banner", "products.order.replace": "product", "lessons.terms.replace": "taxonomy_term", "users.tags.replace": "tag", "exam_questions.order.replace": "exam_question" } as const)[
         operationId
       ] ?? undefined
     )
   }
+  // A release rule's `target.id`: the lesson (the fixture module has a rule already, one per target).
+  if (name === "id" && operationId === "release_rules.create") return "lesson"
   const byName: Readonly<Record<string, FixtureKind>> = {
     showcases: "showcase",
     showcase_id: "showcase",
@@ -90,6 +108,10 @@ export const fieldFixture = (operationId: string, name: string | undefined): Fix
     credential_id: "credential",
     resource_id: "product",
     request_id: "request",
+    user_id: "user",
+    exam_id: "exam",
+    exam_question_id: "exam_question",
+    alternative_ids: "exam_alternative",
     file: "file",
     image: "file",
     logo: "file",
@@ -146,6 +168,29 @@ export const makeFixtures = async (h: Harness, tag: string): Promise<Fixtures> =
   made.event = (await call("GET", "/events?limit=1")).body.data[0].id
   made.request = (await call("GET", "/requests?limit=1")).body.data[0].id
   made.audit_entry = (await call("GET", "/audit-entries?limit=1")).body.data[0].id
+  // An exam with a question, and an attempt of a learner of its own (enrolled in the product).
+  const exam = await create("exam", `/products/${product}/exams`, { title: "Fuzz exam" })
+  const question = (
+    await call("POST", `/products/${product}/exams/${exam}/questions`, {
+      text: "Fuzz question",
+      format: "single_choice",
+      alternatives: [{ text: "Right", correct: true }, { text: "Wrong" }]
+    })
+  ).body.data
+  made.exam_question = question.id
+  made.exam_alternative = question.alternatives[0].id
+  const learner = await create("learner", "/users", { name: "Fuzz learner", email: `fuzz-learner-${tag}@example.com` })
+  await call("POST", "/enrollments", { user_id: learner, product_id: product })
+  await create("exam_attempt", `/products/${product}/exams/${exam}/attempts`, {
+    user_id: learner,
+    answers: [{ exam_question_id: question.id, alternative_ids: [question.alternatives[0].id] }]
+  })
+  // An enrollment of a learner of its own (generated requests may cancel it), and a release rule.
+  const enrolled = (await call("POST", "/users", { name: "Fuzz enrolled", email: `fuzz-enrolled-${tag}@example.com` })).body.data.id as string
+  await create("enrollment", "/enrollments", { user_id: enrolled, product_id: product })
+  await create("release_rule", `/products/${product}/release-rules`, { target: { kind: "module", id: module }, kind: "after_enrollment", days: 1 })
+  // A gamification rule of the product (the ledger has no fixture: only the platform writes entries).
+  await create("gamification_rule", "/gamification/rules", { name: "Fuzz rule", trigger: "lesson_completed", points: 10, product_id: product })
   for (const kind of Object.keys(fixtureKinds) as Array<FixtureKind>) {
     if (made[kind] === undefined) throw new Error(`no fixture ${kind}`)
   }

@@ -86,7 +86,7 @@ const templatePatterns: ReadonlyArray<TemplatePatterns> = [
   {
     id: "catalog_editor",
     name: "Catalog editor",
-    description: "Edits showcases, banners, navigation, products, modules, lessons, exams and taxonomies.",
+    description: "Edits showcases, banners, navigation, products, modules, lessons, exams, taxonomies and certificate templates.",
     patterns: [
       "files.*",
       "showcases.*",
@@ -96,9 +96,12 @@ const templatePatterns: ReadonlyArray<TemplatePatterns> = [
       "modules.*",
       "lessons.*",
       "exams.*",
+      "exam_questions.*",
       "taxonomies.*",
       "attachments.*",
-      "taxonomy_terms.*"
+      "taxonomy_terms.*",
+      "certificate_templates.*",
+      "release_rules.*"
     ],
     except: ["exams.read_answer_key"]
   },

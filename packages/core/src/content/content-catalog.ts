@@ -16,6 +16,8 @@
  * - `kind` of a lesson is chosen at creation (its content depends on it).
  * - A lesson moved to another product needs `lessons.create` there and loses its `exam_id`
  *   (an exam belongs to one product) unless one of the destination is sent.
+ * - The exam a lesson links keeps the lesson in its `lesson_ids`, in the lesson's unit of work
+ *   (`keepExamLessonIds`, learning/exams.ts): create, copy, change of `exam_id`, move, trash, restore.
  * - `connected` is set by the platform: the lesson's content is inherited from another
  *   lesson and cannot be replaced here.
  */
@@ -24,6 +26,7 @@ import { Caller } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { adjustProductCounts, PRODUCT_TYPE } from "../catalog/products.js"
 import { dropLessonTerms } from "../catalog/taxonomies.js"
+import { keepExamLessonIds } from "../learning/exams.js"
 import { apiError, fieldError, writeUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, type ListQuery, Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
 import {
@@ -367,6 +370,7 @@ export const lessons: ResourceDefinition = defineResource({
         yield* arrange(lessons, "module_id", String(record.data.module_id), record)
         yield* recountLessons(String(record.data.module_id))
         yield* countProduct(record.data.product_id, { lessons: 1 })
+        yield* keepExamLessonIds(null, record)
       }),
     afterUpdate: (before, after) =>
       Effect.gen(function* () {
@@ -387,6 +391,8 @@ export const lessons: ResourceDefinition = defineResource({
           // Terms belong to one product's taxonomies: a lesson that leaves the product leaves them.
           yield* dropLessonTerms(after.id)
         }
+        // The exams' `lesson_ids`: a link made, changed or ended by this write (a restore links again).
+        yield* keepExamLessonIds(before, after)
       }),
     afterDelete: (record) =>
       Effect.gen(function* () {
@@ -394,6 +400,7 @@ export const lessons: ResourceDefinition = defineResource({
         yield* recountLessons(String(record.data.module_id))
         yield* countProduct(record.data.product_id, { lessons: -1 })
         yield* dropLessonTerms(record.id)
+        yield* keepExamLessonIds(record, null)
       })
   },
   trash: true,

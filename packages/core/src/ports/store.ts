@@ -115,10 +115,58 @@ export interface GroupCount {
   readonly count: number
 }
 
+/**
+ * A figure computed over the records of a group (`Records.aggregate`): `count` counts records;
+ * `sum`, `avg`, `min`, `max` read a numeric field (a value that is not a JSON number is left
+ * out, as SQL leaves out NULL: over no number, they are null). `filter` restricts the measure to
+ * the records matching it (SQL's `FILTER (WHERE …)`), so one read gives several conditional
+ * counts.
+ */
+export type Measure =
+  | { readonly kind: "count"; readonly filter?: ReadonlyArray<Where> }
+  | {
+    readonly kind: "sum" | "avg" | "min" | "max"
+    readonly field: string
+    readonly filter?: ReadonlyArray<Where>
+  }
+
+/**
+ * An aggregate read: the records of a type matching `where` (read through the type's indexes,
+ * as `list` reads them), grouped by the values of `groupBy` fields, each group with its
+ * `measures`. A group key is a scalar: a missing field, null, an object or an array are all
+ * null. Groups are ordered by their keys as text (bytewise, `COLLATE "C"`; null first), or,
+ * with `order`, by a measure (null as 0) then the keys as text, both in `order.direction`;
+ * `after` (the measure's value and the keys of the last group of a page) and `limit` read a
+ * page of that order.
+ */
+export interface AggregateQuery {
+  readonly where: ReadonlyArray<Where>
+  readonly groupBy: ReadonlyArray<string>
+  readonly measures: ReadonlyArray<Measure>
+  readonly order?: { readonly measure: number; readonly direction: "asc" | "desc" } | undefined
+  readonly after?: { readonly value: number; readonly key: ReadonlyArray<string | null> } | undefined
+  readonly limit?: number | undefined
+}
+
+/** A group of an aggregate: its key (one value per `groupBy` field) and its measures, in order. */
+export interface AggregateRow {
+  readonly key: ReadonlyArray<Json>
+  readonly values: ReadonlyArray<number | null>
+}
+
+/** The text a group key is ordered by (`AggregateQuery`): a string itself, a number or boolean as JSON writes it, else null. */
+export const groupKeyText = (value: Json | undefined): string | null =>
+  typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? JSON.stringify(value) : null
+
 export class Records extends Context.Tag("@syllabus/core/Records")<
   Records,
   {
     readonly get: (tenant: Tenant, type: string, id: string) => Effect.Effect<StoredRecord | undefined, StoreUnavailable>
+    /**
+     * The records of `type` with these IDs, in one read (the primary key): those that exist, in
+     * no particular order. For the rows of one page (a report's names), never a collection.
+     */
+    readonly getMany: (tenant: Tenant, type: string, ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<StoredRecord>, StoreUnavailable>
     /** A tenant finds its own keys; keys marked `global` are found with `"global"` only. */
     readonly findUnique: (
       tenant: Tenant | "global",
@@ -162,8 +210,19 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
       groupBy: ReadonlyArray<string>
     ) => Effect.Effect<ReadonlyArray<GroupCount>, StoreUnavailable>
     /**
-     * Housekeeping across tenants: records of `type` matching `where`, in `id` order, at
-     * most `limit`. Never used to answer a client (a client only sees its own tenant).
+     * Figures over the records matching `query.where`, grouped (`AggregateQuery`): computed by
+     * the store (one SQL statement on PostgreSQL), never by handing every record to the caller.
+     * Without `groupBy` there is exactly one group (its counts 0 over no record).
+     */
+    readonly aggregate: (
+      tenant: Tenant,
+      type: string,
+      query: AggregateQuery
+    ) => Effect.Effect<ReadonlyArray<AggregateRow>, StoreUnavailable>
+    /**
+     * Housekeeping across tenants: at most `limit` records of `type` matching `where`, in `id`
+     * order (which ones, when more match, is the store's choice: the first by id, or the first
+     * by a bounded due time). Never used to answer a client (a client only sees its own tenant).
      */
     readonly scan: (
       type: string,

@@ -52,7 +52,14 @@ export const idPrefixes = {
   navigation_item: "nav",
   attachment: "att",
   account: "acc",
-  sandbox_reset: "rst"
+  sandbox_reset: "rst",
+  certificate: "crt",
+  exam_attempt: "exa",
+  exam_alternative: "alt",
+  release_rule: "rrl",
+  lesson_progress: "lpr",
+  gamification_rule: "gmr",
+  point_entry: "pte"
 } as const
 
 export type IdKind = keyof typeof idPrefixes

@@ -14,6 +14,11 @@ import { trailAccessPaths } from "../trail/trail.js"
 import { eventsAccessPaths } from "../events/events.js"
 import { productsAccessPaths } from "../catalog/products.js"
 import { uploadsAccessPaths } from "../uploads/uploads.js"
+import { enrollmentsAccessPaths } from "../learning/enrollments.js"
+import { progressAccessPaths } from "../learning/progress.js"
+import { gamificationAccessPaths } from "../learning/gamification.js"
+import { rewardsAccessPaths } from "../learning/rewards.js"
+import { reportsAccessPaths } from "../reports/reports.js"
 import { describedResources } from "./resources.js"
 
 /** Sign-in (`@syllabus/http`'s OAuth login) finds an administrator's other accounts by email. */
@@ -28,7 +33,12 @@ export const declaredAccessPaths: ReadonlyArray<AccessPath> = [
   ...eventsAccessPaths,
   ...productsAccessPaths,
   ...trailAccessPaths,
-  ...signInAccessPaths
+  ...enrollmentsAccessPaths,
+  ...progressAccessPaths,
+  ...gamificationAccessPaths,
+  ...rewardsAccessPaths,
+  ...signInAccessPaths,
+  ...reportsAccessPaths
 ]
 
 /** The paths of `definitions` (every described resource by default) and the declared ones. */

@@ -48,6 +48,11 @@ const listedCapabilities: ReadonlyArray<string> = [
   ...crud("custom_fields"),
   ...crud("administrators"),
   ...crud("enrollments"),
+  "certificate_templates.read",
+  "certificate_templates.update",
+  "certificates.read",
+  // A learner's balance and ledger (`GET /users/{user_id}/points`, `.../points/entries`); the rules are `gamification_rules.*`.
+  "points.read",
   ...crud("questions"),
   "questions.reopen",
   "questions.pin",

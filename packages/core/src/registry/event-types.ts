@@ -11,6 +11,11 @@ import { ADMINISTRATOR_TYPE } from "../access/credentials.js"
 import { administratorEventVerbs, administratorFields } from "../people/people-administrators.js"
 import { representationFields, type ResourceDefinition } from "../records/resource.js"
 import { SETTINGS_TYPE, settingsFields } from "../site/site-settings.js"
+import { CERTIFICATE_TEMPLATE_TYPE, certificateTemplateFields } from "../learning/certificate-template.js"
+import { CERTIFICATE_TYPE, certificateEventVerbs } from "../learning/certificates.js"
+import { enrollmentEventVerbs, ENROLLMENT_TYPE } from "../learning/enrollments.js"
+import { LESSON_PROGRESS_TYPE, lessonProgressFields } from "../learning/progress.js"
+import { POINT_ENTRY_TYPE, pointEntryEventVerbs } from "../learning/gamification.js"
 import { describedResources } from "./resources.js"
 
 export interface EventTypeEntry {
@@ -33,10 +38,21 @@ const extraVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
   lesson: ["copied", "published", "reordered"],
   banner: ["reordered"],
   navigation_item: ["reordered"],
+  exam_question: ["reordered"],
   webhook: ["secret_rotated"]
 }
 
-const lifecycle = (definition: ResourceDefinition): ReadonlyArray<string> => [
+/**
+ * Resources whose events are not the whole lifecycle: certificates are only ever issued, point
+ * entries only created, and an enrollment is never deleted (it is canceled or expires).
+ */
+const onlyVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
+  [ENROLLMENT_TYPE]: ["created", "updated", ...enrollmentEventVerbs],
+  [CERTIFICATE_TYPE]: certificateEventVerbs,
+  [POINT_ENTRY_TYPE]: pointEntryEventVerbs
+}
+
+const lifecycle = (definition: ResourceDefinition): ReadonlyArray<string> => onlyVerbs[definition.type] ?? [
   "created",
   "updated",
   ...(definition.trash ? ["trashed", "restored"] : ["deleted"]),
@@ -58,5 +74,7 @@ export const eventTypeCatalog: ReadonlyArray<EventTypeEntry> = [
     .flatMap((definition) => lifecycle(definition).map((verb) => entry(definition.type, verb, representationFields(definition)))),
   ...administratorEventVerbs.map((verb) => entry(ADMINISTRATOR_TYPE, verb, administratorFields)),
   entry(SETTINGS_TYPE, "updated", settingsFields),
+  entry(CERTIFICATE_TEMPLATE_TYPE, "updated", certificateTemplateFields),
+  entry(LESSON_PROGRESS_TYPE, "updated", lessonProgressFields),
   ...["completed", "failed", "canceled"].map((verb) => entry("operation", verb, operationFields))
 ].sort((a, b) => (a.type < b.type ? -1 : 1))

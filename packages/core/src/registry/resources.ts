@@ -11,6 +11,9 @@ import { taxonomiesOperationKinds, taxonomiesResources } from "../catalog/taxono
 import { attachments } from "../content/content-catalog.js"
 import { contentOperationKinds, contentResources } from "../content/content.js"
 import { webhooks, webhooksOperationKinds, webhooksResources } from "../events/webhooks.js"
+import { certificates } from "../learning/certificates.js"
+import { pointEntries } from "../learning/gamification.js"
+import { learningResources } from "../learning/learning.js"
 import type { OperationKind } from "../operations/operations.js"
 import { administrators } from "../people/people-administrators.js"
 import { tags, users } from "../people/people-users.js"
@@ -25,7 +28,8 @@ export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   ...taxonomiesResources,
   ...peopleResources,
   ...siteResources,
-  ...webhooksResources
+  ...webhooksResources,
+  ...learningResources
 ]
 
 /**
@@ -40,7 +44,11 @@ export const describedResources: ReadonlyArray<ResourceDefinition> = [
   tags,
   administrators,
   webhooks,
-  attachments
+  attachments,
+  // Issued certificates: read through their derived list/get; issued by `issueCertificateIfEarned`.
+  certificates,
+  // The points ledger: read through its derived list/get; written by `awardPoints`.
+  pointEntries
 ]
 
 export const operationKinds: Readonly<Record<string, OperationKind>> = {

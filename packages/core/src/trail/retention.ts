@@ -30,6 +30,7 @@ import { OPERATION_ITEM_TYPE, OPERATION_RETENTION_MS, OPERATION_TYPE } from "../
 import { type AccessPath, housekeepingPath, Records } from "../ports/store.js"
 import { formatTimestamp } from "../records/time.js"
 import { sweepExpiredUploads } from "../uploads/uploads.js"
+import { expireDueEnrollments } from "../learning/enrollments.js"
 import { backgroundBudget, SYSTEM_ACCOUNT, yieldToEventLoop } from "../workers/background.js"
 import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
 
@@ -82,6 +83,13 @@ export const pruneRetained = Effect.fn("Retention.prune")(function* () {
 })
 
 /**
+ * Everything the housekeeping does, once and now: what a test clock runs after moving the time
+ * (`@syllabus/testing`, the contract suite's `h().housekeeping()`).
+ */
+export const housekeepingPass = () =>
+  Effect.all([sweepExpiredUploads(), expireDueEnrollments(), pruneRetained()], { discard: true })
+
+/**
  * A job run now and then every `interval` (from the end of a pass), each pass in a slot of the
  * process's background budget (`BackgroundBudget`, one housekeeping pass at a time); a failed
  * pass is logged and the next one comes.
@@ -97,11 +105,15 @@ const every = <A, E, R>(interval: Duration.DurationInput, name: string, job: Eff
 
 /**
  * The housekeeping every server process runs beside its workers (embedded or standalone):
- * expired upload sessions free their storage every minute, what §8.3 no longer keeps leaves
- * the store every hour.
+ * expired upload sessions free their storage and due enrollments become `expired` every
+ * minute, what §8.3 no longer keeps leaves the store every hour.
  */
 export const housekeepingWorker = () =>
-  Effect.all([every("1 minute", "upload expiry", sweepExpiredUploads()), every("1 hour", "retention pruning", pruneRetained())], {
+  Effect.all([
+    every("1 minute", "upload expiry", sweepExpiredUploads()),
+    every("1 minute", "enrollment expiry", expireDueEnrollments()),
+    every("1 hour", "retention pruning", pruneRetained())
+  ], {
     concurrency: "unbounded",
     discard: true
   })

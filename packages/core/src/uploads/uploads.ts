@@ -32,6 +32,11 @@ export const COMPLETION_LEASE_MS = 15 * MINUTE
 
 export const purposes = ["image", "pdf", "import", "editor", "document"] as const
 export type Purpose = (typeof purposes)[number]
+/**
+ * Purposes of files the service makes itself, never uploaded (an upload session refuses them):
+ * `certificate_preview`, a certificate template rendered to PDF (learning/certificate-template.ts).
+ */
+export const generatedPurposes = ["certificate_preview"] as const
 
 const imageTypes = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 const officeTypes = [
@@ -150,7 +155,8 @@ export const uploadView = (record: StoredRecord, now: number): JsonObject => {
 
 const storageFailure = (cause: StorageUnavailable) => apiError("storage_unavailable", { internal: cause })
 
-const objectKey = (tenant: Tenant, fileId: string) => `${tenant.accountId}/${tenant.environment}/${fileId}`
+/** Where a file's bytes are kept in storage (also the files the service makes itself, such as certificate previews). */
+export const objectKey = (tenant: Tenant, fileId: string) => `${tenant.accountId}/${tenant.environment}/${fileId}`
 
 const loadUpload = (tenant: Tenant, id: string) =>
   Effect.flatMap(Records, (records) => records.get(tenant, UPLOAD_TYPE, id)).pipe(

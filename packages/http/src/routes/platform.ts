@@ -3,7 +3,6 @@ import {
   accountUsage,
   Caller,
   capabilityCatalog,
-  formatTimestamp,
   getAuditEntry,
   getRequest,
   listAuditEntries,
@@ -16,6 +15,7 @@ import { Effect, Schema } from "effect"
 import { defineOperation } from "../operation.js"
 import { pageLimit, pageQuery } from "../query.js"
 import { AccountUsageSchema, AuditEntrySchema, CapabilitiesSchema, RequestSchema, SandboxResetSchema } from "../schemas.js"
+import { deprecationList } from "../deprecations.js"
 import { RELEASE, ServerSettings } from "../services.js"
 
 const range = {
@@ -167,11 +167,7 @@ export const platformOperations = [
               object: "capabilities",
               release: RELEASE,
               capabilities: [...capabilityCatalog],
-              deprecations: [...settings.deprecations.entries()].map(([operation_id, d]) => ({
-                operation_id,
-                deprecated_at: formatTimestamp(d.deprecatedAt),
-                sunset_at: formatTimestamp(d.sunsetAt)
-              }))
+              deprecations: deprecationList(settings)
             }
           }
         }
