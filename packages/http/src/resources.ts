@@ -4,20 +4,23 @@
  * capabilities, scopes, ETags and OpenAPI schemas derived from the one description.
  */
 import {
+  type ApiError,
   Caller,
   createResource,
   deleteResource,
   getResource,
+  type JsonObject,
   listResources,
   type ParentDefinition,
   type ResourceDefinition,
   resourceEtag,
+  Records,
   resourceView,
   updateResource,
   visibleResources
 } from "@syllabus/core"
 import { Effect, Schema } from "effect"
-import { defineOperation, type Operation } from "./operation.js"
+import { defineOperation, type Operation, type Reply } from "./operation.js"
 import { pageLimit, pageQuery } from "./query.js"
 
 const Timestamp = Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } })
@@ -198,3 +201,24 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
   ]
   return derived.filter(([route]) => !replaced.has(route)).map(([, operation]) => operation)
 }
+
+/** How a caller sees records of a resource (e.g. personal data or an answer key only with their capability). */
+export type RecordsView = (items: ReadonlyArray<JsonObject>) => Effect.Effect<ReadonlyArray<JsonObject>, ApiError, Caller | Records>
+
+/** The reply's `data`, one resource or a page of them, as the view shows it. */
+const viewReply = (reply: Reply, view: RecordsView): Effect.Effect<Reply, ApiError, Caller | Records> => {
+  const body = reply.body
+  if (body === null || typeof body !== "object" || Array.isArray(body) || !("data" in body)) return Effect.succeed(reply)
+  const data = (body as JsonObject).data
+  if (Array.isArray(data)) return Effect.map(view(data as ReadonlyArray<JsonObject>), (items) => ({ ...reply, body: { ...body, data: items } }))
+  if (data === null || typeof data !== "object") return Effect.succeed(reply)
+  return Effect.map(view([data as JsonObject]), ([item]) => ({ ...reply, body: { ...body, data: item ?? null } }))
+}
+
+/** The operation with its answers shown through `view`. */
+export const withView =
+  (view: RecordsView) =>
+  (operation: Operation): Operation => ({
+    ...operation,
+    handler: (input) => Effect.flatMap(operation.handler(input), (reply) => viewReply(reply, view))
+  })

@@ -33,21 +33,10 @@ import {
 import { Effect } from "effect"
 import { defineOperation, type Operation, type Reply } from "../operation.js"
 import { pageLimit } from "../query.js"
-import { representationSchema, resourceOperations } from "../resources.js"
+import { representationSchema, resourceOperations, withView } from "../resources.js"
 
 const tag = "Learning"
 
-type View = (items: ReadonlyArray<JsonObject>) => Effect.Effect<ReadonlyArray<JsonObject>, ApiError, Caller | Records>
-
-/** The reply's `data`, one resource or a page of them, as the view shows it. */
-const viewReply = (reply: Reply, view: View): Effect.Effect<Reply, ApiError, Caller | Records> => {
-  const body = reply.body
-  if (body === null || typeof body !== "object" || Array.isArray(body) || !("data" in body)) return Effect.succeed(reply)
-  const data = (body as JsonObject).data
-  if (Array.isArray(data)) return Effect.map(view(data as ReadonlyArray<JsonObject>), (items) => ({ ...reply, body: { ...body, data: items } }))
-  if (data === null || typeof data !== "object") return Effect.succeed(reply)
-  return Effect.map(view([data as JsonObject]), ([item]) => ({ ...reply, body: { ...body, data: item ?? null } }))
-}
 
 interface Text {
   readonly summary: string
@@ -72,12 +61,6 @@ const served = (definition: ResourceDefinition, texts: Readonly<Record<string, T
       }
     })
 
-const withView =
-  (view: View) =>
-  (operation: Operation): Operation => ({
-    ...operation,
-    handler: (input) => Effect.flatMap(operation.handler(input), (reply) => viewReply(reply, view))
-  })
 
 const pathIds = (path: Readonly<Record<string, string>>): Readonly<Record<string, string | undefined>> => path
 

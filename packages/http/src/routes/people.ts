@@ -35,26 +35,9 @@ import {
 import { Effect, Schema } from "effect"
 import { defineOperation, type Operation, type Reply } from "../operation.js"
 import { pageLimit, pageQuery } from "../query.js"
-import { representationSchema, resourceOperations } from "../resources.js"
+import { representationSchema, resourceOperations, withView } from "../resources.js"
 
-type View = (items: ReadonlyArray<JsonObject>) => Effect.Effect<ReadonlyArray<JsonObject>, ApiError, Caller | Records>
 
-/** The reply's `data`, one resource or a page of them, as the view shows it. */
-const viewReply = (reply: Reply, view: View): Effect.Effect<Reply, ApiError, Caller | Records> => {
-  const body = reply.body
-  if (body === null || typeof body !== "object" || Array.isArray(body) || !("data" in body)) return Effect.succeed(reply)
-  const data = (body as JsonObject).data
-  if (Array.isArray(data)) return Effect.map(view(data as ReadonlyArray<JsonObject>), (items) => ({ ...reply, body: { ...body, data: items } }))
-  if (data === null || typeof data !== "object") return Effect.succeed(reply)
-  return Effect.map(view([data as JsonObject]), ([item]) => ({ ...reply, body: { ...body, data: item ?? null } }))
-}
-
-const viewed =
-  (view: View) =>
-  (operation: Operation): Operation => ({
-    ...operation,
-    handler: (input) => Effect.flatMap(operation.handler(input), (reply) => viewReply(reply, view))
-  })
 
 // ---------------------------------------------------------------------------------------
 // Users and tags
@@ -72,13 +55,13 @@ const guardEmailFilter = (operation: Operation): Operation =>
             : Effect.zipRight(requireReadPersonal, operation.handler(input))
       }
 
-const userOperations = resourceOperations(users).map(guardEmailFilter).map(viewed(userViews))
+const userOperations = resourceOperations(users).map(guardEmailFilter).map(withView(userViews))
 
 const tagOperations = resourceOperations(tags)
   .map((operation) => (operation.id === "tags.delete" ? { ...operation, errors: [...operation.errors, "tag_in_use" as const] } : operation))
-  .map(viewed(tagViews))
+  .map(withView(tagViews))
 
-const replaceUserTagsOperation = viewed(userViews)(
+const replaceUserTagsOperation = withView(userViews)(
   defineOperation({
     id: "users.tags.replace",
     method: "PUT",
