@@ -222,3 +222,37 @@ export const withView =
     ...operation,
     handler: (input) => Effect.flatMap(operation.handler(input), (reply) => viewReply(reply, view))
   })
+
+/** What a route file says of a derived operation it serves: its own words, and where they differ its ID, capability and errors. */
+export interface OperationText {
+  readonly summary: string
+  /** Put before the derived description. */
+  readonly description?: string
+  /** Codes its rules answer besides the derived ones. */
+  readonly errors?: Operation["errors"]
+  /** The operation ID, when the derived one (`<plural>.<action>`) is not the one served. */
+  readonly id?: string
+  /** The capability, when the derived one (`<plural>.read`, …) is not the one required. */
+  readonly capability?: string
+}
+
+/**
+ * The derived operations of a description that serves its routes itself (`replacedRoutes`),
+ * those named in `texts`, with their words, under `tag`.
+ */
+export const describedOperations = (definition: ResourceDefinition, tag: string, texts: Readonly<Record<string, OperationText>>): ReadonlyArray<Operation> =>
+  resourceOperations({ ...definition, replacedRoutes: [] })
+    .filter((operation) => texts[operation.id] !== undefined)
+    .map((operation) => {
+      const text = texts[operation.id]!
+      const description = [text.description, operation.description].filter((d) => d !== undefined).join(" ")
+      return {
+        ...operation,
+        id: text.id ?? operation.id,
+        capability: text.capability ?? operation.capability,
+        summary: text.summary,
+        ...(description !== "" ? { description } : {}),
+        errors: [...operation.errors, ...(text.errors ?? [])],
+        tag
+      }
+    })

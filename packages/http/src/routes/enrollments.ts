@@ -4,7 +4,6 @@
  * cancellation, and its per-lesson progress (docs/learning.md).
  */
 import {
-  type ResourceDefinition,
   releaseRules,
   cancelEnrollment,
   createEnrollment,
@@ -19,7 +18,7 @@ import {
 import { Effect, Schema } from "effect"
 import { defineOperation, type Operation } from "../operation.js"
 import { CursorParam, LimitParam, pageLimit } from "../query.js"
-import { representationSchema, resourceOperations } from "../resources.js"
+import { describedOperations, representationSchema } from "../resources.js"
 
 const tag = "Learning"
 const EnrollmentSchema = representationSchema(enrollments)
@@ -57,20 +56,8 @@ const ProgressQuery = Schema.Struct({ limit: Schema.optional(LimitParam), cursor
 
 const params = { enrollment_id: "enrollment" } as const
 
-/** The derived operations of a description named in `texts`, with their own words. */
-const served = (
-  definition: ResourceDefinition,
-  texts: Readonly<Record<string, { readonly summary: string; readonly description?: string }>>
-): ReadonlyArray<Operation> =>
-  resourceOperations({ ...definition, replacedRoutes: [] })
-    .filter((operation) => texts[operation.id] !== undefined)
-    .map((operation) => {
-      const text = texts[operation.id]!
-      const description = [text.description, operation.description].filter((d) => d !== undefined).join(" ")
-      return { ...operation, summary: text.summary, ...(description !== "" ? { description } : {}), tag }
-    })
 
-const enrollmentOperations = served(enrollments, {
+const enrollmentOperations = describedOperations(enrollments, tag, {
   "enrollments.list": {
     summary: "List enrollments",
     description:
@@ -87,7 +74,7 @@ const enrollmentOperations = served(enrollments, {
 const ruleNote =
   "A rule releases a lesson or a module of the product (`target`): `after_enrollment` `days` after the enrollment's `starts_at`, `on_date` at `date`, or `after_module_completed` once every published lesson of `module_id` (another module of the product) is completed. A lesson opens when its own rule and its module's both hold; the progress read shows it (`available`, `available_at`)."
 
-const releaseRuleOperations = served(releaseRules, {
+const releaseRuleOperations = describedOperations(releaseRules, tag, {
   "release_rules.list": {
     summary: "List the release rules of a product",
     description: `Oldest first; filter by \`target_id\` (the rule of one lesson or module) and \`kind\`. ${ruleNote}`

@@ -25,7 +25,6 @@ import {
   QuestionOrderBody,
   questionView,
   type Records,
-  type ResourceDefinition,
   resourceEtag,
   type StoredRecord,
   updateResource
@@ -33,33 +32,12 @@ import {
 import { Effect } from "effect"
 import { defineOperation, type Operation, type Reply } from "../operation.js"
 import { pageLimit } from "../query.js"
-import { representationSchema, resourceOperations, withView } from "../resources.js"
+import { describedOperations, representationSchema, withView } from "../resources.js"
 
 const tag = "Learning"
 
 
-interface Text {
-  readonly summary: string
-  readonly description?: string
-  readonly errors?: Operation["errors"]
-}
 
-/** The derived operations of a description (which leaves them to this file), with their own words. */
-const served = (definition: ResourceDefinition, texts: Readonly<Record<string, Text>>): ReadonlyArray<Operation> =>
-  resourceOperations({ ...definition, replacedRoutes: [] })
-    .filter((operation) => texts[operation.id] !== undefined)
-    .map((operation) => {
-      const text = texts[operation.id]!
-      return {
-        ...operation,
-        summary: text.summary,
-        ...(text.description !== undefined
-          ? { description: operation.description !== undefined ? `${text.description} ${operation.description}` : text.description }
-          : {}),
-        errors: [...operation.errors, ...(text.errors ?? [])],
-        tag
-      }
-    })
 
 
 const pathIds = (path: Readonly<Record<string, string>>): Readonly<Record<string, string | undefined>> => path
@@ -67,7 +45,7 @@ const pathIds = (path: Readonly<Record<string, string>>): Readonly<Record<string
 // ---------------------------------------------------------------------------------------
 // Exams
 
-const examOperations = served(exams, {
+const examOperations = describedOperations(exams, tag, {
   "exams.list": { summary: "List the exams of a product" },
   "exams.get": { summary: "Retrieve an exam" },
   "exams.create": {
@@ -133,7 +111,7 @@ const questionHandlers: Readonly<Record<string, Operation["handler"]>> = {
     )
 }
 
-const questionOperations = served(examQuestions, {
+const questionOperations = describedOperations(examQuestions, tag, {
   "exam_questions.list": {
     summary: "List the questions of an exam, by position",
     description: `In \`position\` order unless \`sort\` says otherwise. ${keyNote}`
@@ -224,7 +202,7 @@ const attemptHandlers: Readonly<Record<string, Operation["handler"]>> = {
     )
 }
 
-const attemptOperations = served(examAttempts, {
+const attemptOperations = describedOperations(examAttempts, tag, {
   "exam_attempts.list": {
     summary: "List the attempts of an exam",
     description: `Oldest first unless \`sort\` says otherwise; \`user_id\` narrows to one learner. ${attemptKeyNote}`

@@ -4,40 +4,15 @@
  * operation's text; a learner's balance; and the ledger of points awarded, read-only (the
  * learning use cases write it through `awardPoints`). Decisions: docs/gamification.md.
  */
-import { gamificationRules, getUserPoints, MAX_RULE_POINTS, pointEntries, type ResourceDefinition } from "@syllabus/core"
+import { gamificationRules, getUserPoints, MAX_RULE_POINTS, pointEntries } from "@syllabus/core"
 import { Effect, Schema } from "effect"
 import { defineOperation, type Operation } from "../operation.js"
-import { resourceOperations } from "../resources.js"
+import { describedOperations } from "../resources.js"
 
 const tag = "Learning"
 const POINTS_READ = "points.read"
 
-interface Text {
-  readonly summary: string
-  readonly description?: string
-  /** The operation ID, when the derived one (`<plural>.<action>`) is not the one served. */
-  readonly id?: string
-  /** The capability, when the derived one (`<plural>.read`, …) is not the one required. */
-  readonly capability?: string
-}
 
-/** The derived operations of a description, with their own words (and ID and capability, where given). */
-const served = (definition: ResourceDefinition, texts: Readonly<Record<string, Text>>): ReadonlyArray<Operation> =>
-  resourceOperations({ ...definition, replacedRoutes: [] })
-    .filter((operation) => texts[operation.id] !== undefined)
-    .map((operation) => {
-      const text = texts[operation.id]!
-      return {
-        ...operation,
-        id: text.id ?? operation.id,
-        capability: text.capability ?? operation.capability,
-        summary: text.summary,
-        ...(text.description !== undefined
-          ? { description: operation.description !== undefined ? `${text.description} ${operation.description}` : text.description }
-          : {}),
-        tag
-      }
-    })
 
 // ---------------------------------------------------------------------------------------
 // Rules
@@ -46,7 +21,7 @@ const awardNote =
   "Points are awarded by the platform when a learner's activity matches an `active` rule: the rule's product's activity, or every product's when `product_id` is null. Each rule awards a learner at most once per source (a lesson's progress, an exam attempt, an enrollment, a certificate), however often that source is reported."
 const productNote = "`product_id` must name a product of the account (else 422 `validation_failed` on `product_id`, reason `not_found`)."
 
-const ruleOperations = served(gamificationRules, {
+const ruleOperations = describedOperations(gamificationRules, tag, {
   "gamification_rules.list": {
     summary: "List the gamification rules",
     description: "Oldest first unless `sort` says otherwise; filter by `trigger`, `status` and `product_id` (a product's own rules, not the global ones)."
@@ -99,7 +74,7 @@ const pointsBalance = defineOperation({
   handler: ({ path }) => getUserPoints(path.user_id!).pipe(Effect.map((data) => ({ status: 200, body: { data } })))
 })
 
-const entryOperations = served(pointEntries, {
+const entryOperations = describedOperations(pointEntries, tag, {
   "point_entries.list": {
     id: "points.entries.list",
     capability: POINTS_READ,
