@@ -24,7 +24,7 @@ import { apiError, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
 import { Crypto } from "../ports/crypto.js"
 import { type JsonObject, Records } from "../ports/store.js"
-import { defineResource, equalsFilter, type FilterDefinition, type ResourceDefinition, resourceView } from "../records/resource.js"
+import { defineResource, writtenByThePlatform, equalsFilter, type FilterDefinition, type ResourceDefinition, resourceView } from "../records/resource.js"
 import { PublicId, Timestamp } from "../records/schema.js"
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
@@ -71,11 +71,8 @@ export const certificates: ResourceDefinition = defineResource({
       exam_id: Schema.NullOr(Schema.String)
     }).annotations({ description: "The template's criteria when the certificate was issued." })
   },
-  // Issued by the platform (`issueCertificateIfEarned`), never through a body: no create, update or delete.
-  create: Schema.Struct({}),
-  update: Schema.Struct({}),
-  defaults: () => Effect.fail(apiError("method_not_allowed")),
-  replacedRoutes: ["create", "update", "delete"],
+  // Issued by the platform (`issueCertificateIfEarned`), never through a body.
+  ...writtenByThePlatform,
   trash: false,
   revision: "string",
   filters: {

@@ -30,7 +30,7 @@ import { apiError, fieldError, readUnavailable, writeUnavailable } from "../erro
 import { emitEvent } from "../events/events.js"
 import { type AccessPath, type JsonObject, listPath, Records, type StoredRecord, type Tenant } from "../ports/store.js"
 import { idPrefixes, ID_BODY_LENGTH } from "../records/ids.js"
-import { defineResource, equalsFilter, requireParent, type ResourceDefinition, resourceView } from "../records/resource.js"
+import { defineResource, writtenByThePlatform, equalsFilter, requireParent, type ResourceDefinition, resourceView } from "../records/resource.js"
 import { Enum, Integer, PublicId, Text } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
@@ -146,11 +146,8 @@ export const pointEntries: ResourceDefinition = defineResource({
     points: Schema.Int.annotations({ description: "Points added to the balance (the rule's points when it awarded them)." }),
     ending_balance: Schema.Int.annotations({ description: "The learner's balance right after this entry." })
   },
-  // Written by `awardPoints`, never through a body: no create, update or delete.
-  create: Schema.Struct({}),
-  update: Schema.Struct({}),
-  defaults: () => Effect.fail(apiError("method_not_allowed")),
-  replacedRoutes: ["create", "update", "delete"],
+  // Written by `awardPoints`, never through a body.
+  ...writtenByThePlatform,
   trash: false,
   revision: "string",
   filters: {

@@ -146,6 +146,17 @@ export interface ResourceDefinition<
   readonly writeErrors?: ReadonlyArray<ErrorCode>
 }
 
+/**
+ * The writes of a resource only the platform makes (issued certificates, the points ledger):
+ * no body creates, changes or removes one, so its create, update and delete routes are not served.
+ */
+export const writtenByThePlatform = {
+  create: Schema.Struct({}),
+  update: Schema.Struct({}),
+  defaults: () => Effect.fail(apiError("method_not_allowed")),
+  replacedRoutes: ["create", "update", "delete"]
+} as const
+
 /** Build a definition, keeping its schema types tied to its rule functions. */
 export const defineResource = <F extends Schema.Struct.Fields, C extends Schema.Schema.AnyNoContext, U extends Schema.Schema.AnyNoContext>(
   definition: ResourceDefinition<F, C, U>
