@@ -34,11 +34,9 @@
  * the statement the store runs (`listStatement`).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import {
   type JsonObject,
   type ListQuery,
-  openAccount,
   products,
   type ResourceDefinition,
   resourceSort,
@@ -48,18 +46,14 @@ import {
   users,
   type Where
 } from "@syllabus/core"
-import { syllabusLayer } from "@syllabus/http"
-import { listStatement, pgLayer } from "@syllabus/pg"
-import { Effect, Exit, Layer, ManagedRuntime, Redacted, Scope } from "effect"
-import { type ChildProcess, fork } from "node:child_process"
+import { listStatement } from "@syllabus/pg"
+import { Effect, Exit, type ManagedRuntime, Scope } from "effect"
 import { writeFileSync } from "node:fs"
-import { Agent, request } from "node:http"
 import { cpus, loadavg } from "node:os"
-import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { freshDatabase } from "./pg.js"
 import { createIdFunctionSql, keysSql, parseOthers, productData, productsSql, RARE_LAST_NAME, userData, usersSql } from "./scale-data.js"
-import type { ScaleServerMessage } from "./scale-server.js"
+import { agent, canonical, type Child, fmt, get, log, movedCursor, nextCursorOf, openAccounts, quantile, sqlRuntime, startChild } from "./scale-support.js"
 
 const { values: args } = parseArgs({
   options: {
@@ -86,8 +80,6 @@ const deepAt = Number(args["deep-at"])
 const stores: ReadonlyArray<"postgresql" | "memory"> =
   args.store === "pg" || args.store === "postgresql" ? ["postgresql"] : args.store === "memory" ? ["memory"] : ["postgresql", "memory"]
 const goals = { postgresql: 25, memory: 5 } as const
-
-const log = (text: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${text}`)
 
 // ---------------------------------------------------------------------------------------
 // The lists, from the descriptions
@@ -172,40 +164,6 @@ const deepTarget = (spec: ListSpec, n: number): { readonly value: string | numbe
 // ---------------------------------------------------------------------------------------
 // HTTP, one request at a time
 
-const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-
-interface Response {
-  readonly status: number
-  readonly ms: number
-  readonly body: { data?: ReadonlyArray<unknown>; next_cursor?: string | null; page?: { next_cursor?: string | null } } | null
-}
-
-const get = (port: number, path: string, secret: string): Promise<Response> =>
-  new Promise((resolve, reject) => {
-    const t0 = performance.now()
-    const req = request({ host: "127.0.0.1", port, path, agent, headers: { authorization: `Bearer ${secret}` } }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => {
-        const ms = performance.now() - t0
-        let body: Response["body"] = null
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-        } catch {
-          body = null
-        }
-        resolve({ status: res.statusCode ?? 0, ms, body })
-      })
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end()
-  })
-
-const nextCursorOf = (body: Response["body"]): string | null => body?.page?.next_cursor ?? body?.next_cursor ?? null
-
-const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!
-
 interface Timing {
   readonly first: number
   readonly p50: number
@@ -239,45 +197,6 @@ const measure = async (port: number, path: string, secret: string): Promise<Timi
 // ---------------------------------------------------------------------------------------
 // The server child
 
-interface Child {
-  readonly process: ChildProcess
-  readonly ready: Extract<ScaleServerMessage, { type: "ready" }>
-  readonly sign: (body: string) => Promise<string>
-  readonly stop: () => Promise<void>
-}
-
-const startChild = (argv: ReadonlyArray<string>, execArgv: ReadonlyArray<string> = []): Promise<Child> =>
-  new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL("./scale-server.ts", import.meta.url)), [...argv], {
-      execArgv: ["--import", "tsx", ...execArgv],
-      stdio: ["ignore", "inherit", "inherit", "ipc"]
-    })
-    const waiting = new Map<string, (signature: string) => void>()
-    const exited = new Promise<void>((done) => child.once("exit", () => done()))
-    child.on("message", (message: ScaleServerMessage) => {
-      if (message.type === "progress") log(`  ${message.text}`)
-      if (message.type === "failed") reject(new Error(message.error))
-      if (message.type === "signed") waiting.get(message.body)?.(message.signature)
-      if (message.type === "ready") {
-        resolve({
-          process: child,
-          ready: message,
-          sign: (body) =>
-            new Promise((done) => {
-              waiting.set(body, done)
-              child.send({ type: "sign", body })
-            }),
-          stop: async () => {
-            if (child.exitCode === null) child.send({ type: "stop" })
-            await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))])
-            if (child.exitCode === null) child.kill("SIGKILL")
-          }
-        })
-      }
-    })
-    child.once("exit", (code) => reject(new Error(`the server exited (${code}) before it was ready`)))
-  })
-
 // ---------------------------------------------------------------------------------------
 // PostgreSQL: open the accounts through the product, then load in bulk
 
@@ -291,38 +210,13 @@ interface PgPrepared {
   readonly keysMs: number
 }
 
-const canonical = (value: unknown): string =>
-  value === null || typeof value !== "object"
-    ? JSON.stringify(value)
-    : Array.isArray(value)
-      ? `[${value.map(canonical).join(",")}]`
-      : `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(",")}}`
-
 const preparePg = async (scope: Scope.Scope): Promise<PgPrepared> => {
   const fresh = await Effect.runPromise(Scope.extend(freshDatabase, scope))
   log(`PostgreSQL: database ${fresh.name}`)
-  const product = ManagedRuntime.make(syllabusLayer({ store: pgLayer(fresh.url), rateLimits: "off", workers: false }))
-  const accountIds: Array<string> = []
-  let secret = ""
-  try {
-    for (let a = 0; a <= others.count; a++) {
-      const subdomain = `scale-${a}-${Date.now().toString(36)}`
-      const opened = await product.runPromise(
-        openAccount({
-          name: `Scale Academy ${a}`,
-          subdomain,
-          administrator: { email: `admin@${subdomain}.example`, name: "Bench Admin", password: "correct horse battery" }
-        }) as Effect.Effect<Effect.Effect.Success<ReturnType<typeof openAccount>>, unknown, never>
-      )
-      accountIds.push(opened.account.id)
-      if (a === 0) secret = opened.credentials.find((c) => c.environment === "production")!.secret
-    }
-  } finally {
-    await product.dispose()
-  }
-  const sql = ManagedRuntime.make(
-    Layer.orDie(PgClient.layer({ url: Redacted.make(fresh.url), maxConnections: 1, applicationName: "syllabus-bench-scale" }))
-  ) as unknown as ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+  const accounts = await openAccounts(fresh.url, others.count + 1)
+  const accountIds = accounts.map((a) => a.accountId)
+  const secret = accounts[0]!.secret
+  const sql = sqlRuntime(fresh.url, "syllabus-bench-scale")
   const exec = (text: string) => sql.runPromise(Effect.flatMap(SqlClient.SqlClient, (s) => s.unsafe(text)))
   // Loaded without the access-path indexes: the server's start creates them, as after an upgrade.
   const indexes = (await exec(
@@ -390,8 +284,6 @@ interface Row {
   readonly plans?: { readonly first?: string; readonly deep?: string }
 }
 
-const fmt = (x: number) => (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0))
-
 const runStore = async (store: "postgresql" | "memory") => {
   const scope = Effect.runSync(Scope.make())
   let child: Child | undefined
@@ -444,10 +336,7 @@ const runStore = async (store: "postgresql" | "memory") => {
       if (cursor === null) deepNote = "one page"
       else if (target === null) deepNote = "no record"
       else {
-        const [body] = cursor.split(".")
-        const payload = JSON.parse(Buffer.from(body!, "base64url").toString("utf8")) as Record<string, unknown>
-        const moved = Buffer.from(JSON.stringify({ ...payload, v: target.value, i: target.id }), "utf8").toString("base64url")
-        const deepCursor = `${moved}.${await child.sign(moved)}`
+        const deepCursor = await movedCursor(cursor, { v: target.value, i: target.id }, child.sign)
         after = target
         deep = await measure(port, `${path}&cursor=${encodeURIComponent(deepCursor)}`, secret)
         if (deep.rows === 0) deepNote = "empty page"

@@ -77,7 +77,12 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
         // A missing field is JSON null (the expression), so `null` matches missing and null.
         return sql`(${json(where.field)} = ${JSON.stringify(where.value)}::jsonb)`
       case "in":
-        return sql`(${json(where.field)} = ANY(${where.values.map((value) => JSON.stringify(value))}::jsonb[]))`
+        // One value is an equality: PostgreSQL 15 reads `= ANY(…)` on an index's inner column
+        // unordered, so a page would read every match and sort them (docs/benchmarks.md,
+        // "Learning at scale"); `=` walks the index in the page's order.
+        return where.values.length === 1
+          ? sql`(${json(where.field)} = ${JSON.stringify(where.values[0])}::jsonb)`
+          : sql`(${json(where.field)} = ANY(${where.values.map((value) => JSON.stringify(value))}::jsonb[]))`
       case "contains":
         // LIKE on lower() with the value's `%`, `_` and `\` escaped: a plain substring, as
         // strpos would find it, in a form the trigram index answers.

@@ -107,13 +107,7 @@ const productIdsFilter: FilterDefinition = {
   schema: List(PublicId("product"), 100),
   where: (value: never) => {
     const given = value as unknown as string | ReadonlyArray<string>
-    const values = [...new Set(typeof given === "string" ? [given] : given)]
-    // One product is an equality: PostgreSQL (15) reads an `= ANY(…)` on an index's inner
-    // column unordered, so `in` would read all the product's enrollments and sort them
-    // (docs/benchmarks.md, "Learning at scale"); `eq` walks the filter's index in order.
-    return values.length === 1
-      ? [{ field: "product_id", op: "eq", value: values[0]! }]
-      : [{ field: "product_id", op: "in", values }]
+    return [{ field: "product_id", op: "in", values: [...new Set(typeof given === "string" ? [given] : given)] }]
   },
   on: { field: "product_id", match: "equals" },
   description: "Enrollments in any of these products (repeat the parameter, at most 100)."
