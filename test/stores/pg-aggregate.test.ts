@@ -14,8 +14,11 @@ import { freshPgDatabase } from "../support/pg.js"
 
 class TestDatabase extends Context.Tag("test/TestDatabase")<TestDatabase, { readonly url: string }>() {}
 
+// Loading and analyzing every type's rows takes seconds on a busy machine: this test checks
+// plans, not the API's deadlines (pg-deadlines.test.ts does), so its statements get a minute.
+const LOADING_TIMEOUTS = { statementMs: 60_000, queryMs: 90_000 }
 const DatabaseLive = Layer.scoped(TestDatabase, freshPgDatabase)
-const StoresLive = Layer.unwrapEffect(Effect.map(TestDatabase, ({ url }) => pgLayer(url))).pipe(Layer.provideMerge(DatabaseLive))
+const StoresLive = Layer.unwrapEffect(Effect.map(TestDatabase, ({ url }) => pgLayer(url, { timeouts: LOADING_TIMEOUTS }))).pipe(Layer.provideMerge(DatabaseLive))
 
 const tenant: Tenant = { accountId: "acc_reports", environment: "production" }
 const others: ReadonlyArray<Tenant> = [
