@@ -225,15 +225,15 @@ eachStore("exam attempts", (h) => {
     const recorded = (await attempt(right)).body.data
     expectError(await api(h()).patch(`${examPath}/attempts/${recorded.id}`, {}), 405, "method_not_allowed")
     expectError(await api(h()).del(`${examPath}/attempts/${recorded.id}`), 405, "method_not_allowed")
-    // Batches offer what the description derives; an attempt refuses both (409 state_conflict, attempt_final).
+    // No batch type changes or removes one, and no capability names such a write.
     for (const type of ["exam_attempts.update", "exam_attempts.delete"]) {
       const batch = await api(h()).post("/operations", { type, items: [{ key: "one", product_id: product.id, exam_id: recorded.exam_id, id: recorded.id }] })
-      expect(batch.status).toBe(202)
-      const op = await settle(h(), batch.body.data.id)
-      expect(op.status).toBe("failed")
-      const [item] = (await api(h()).get(`/operations/${op.id}/items`)).body.data
-      expect(item.error).toMatchObject({ code: "state_conflict", reason: "attempt_final" })
+      expectError(batch, 422, "operation_type_unknown", { field: "type" })
     }
+    const capabilities = (await api(h()).get("/capabilities")).body.data as { capabilities: ReadonlyArray<string> }
+    expect(capabilities.capabilities).toEqual(expect.arrayContaining(["exam_attempts.read", "exam_attempts.create"]))
+    expect(capabilities.capabilities).not.toContain("exam_attempts.update")
+    expect(capabilities.capabilities).not.toContain("exam_attempts.delete")
     expect((await api(h()).get(`${examPath}/attempts/${recorded.id}`)).body.data).toEqual(recorded)
     const empty = await created(api(h()).post(`/products/${product.id}/exams`, { title: "Empty" }))
     expectError(await api(h()).post(`/products/${product.id}/exams/${empty.id}/attempts`, { user_id: user.id, answers: [] }), 409, "state_conflict", {

@@ -202,8 +202,6 @@ export const enrollments: ResourceDefinition = defineResource({
       }
     }),
   rules: {
-    // No route removes an enrollment; a batch `enrollments.delete` item is refused the same way.
-    beforeDelete: () => Effect.fail(apiError("state_conflict", { reason: "use_cancellations" })),
     afterUpdate: (before, after) =>
       before.data.status === "active" && after.data.status === "expired"
         ? recordEnrollmentChange("expired", after, before)
@@ -218,6 +216,8 @@ export const enrollments: ResourceDefinition = defineResource({
   // Served by `@syllabus/http` routes/enrollments.ts: the derived list/get/update with their own
   // words, its own create (the 409 named on `product_id`), no DELETE.
   replacedRoutes: ["list", "get", "create", "update", "delete"],
+  // Never removed (canceled or expired instead): no DELETE, no `enrollments.delete` capability or batch.
+  writes: ["create", "update"],
   writeErrors: ["state_conflict"],
   filters: {
     user_id: equalsFilter("user_id", PublicId("user"), "Enrollments of this user."),

@@ -30,8 +30,8 @@
  *   gamification rules (once per learner and exam: the source is the exam, so a retake that
  *   passes again earns nothing more) and issues the product's certificate when its template's
  *   criteria are now met (`issueCertificateIfEarned`, with the exams the learner has passed).
- * - An attempt is final: no PATCH or DELETE (an update or delete batch item is 409
- *   `state_conflict`, reason `attempt_final`). Its event is `exam_attempt.created`, whose
+ * - An attempt is final: no PATCH or DELETE, no capability or batch type to change or remove
+ *   one (`writes`). Its event is `exam_attempt.created`, whose
  *   payload says `passed`; the payload never holds the key.
  */
 import { Effect, Schema } from "effect"
@@ -83,8 +83,6 @@ const Answer = Schema.Struct({
 type AnswerInput = typeof AnswerInput.Type
 
 const sameSet = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => a.length === b.length && a.every((id) => b.includes(id))
-
-const attemptFinal = () => Effect.fail(apiError("state_conflict", { reason: "attempt_final" }))
 
 /** The user's earlier attempts of the exam matching `where`: the newest `limit`. */
 const earlierAttempts = (examId: string, userId: string, where: ReadonlyArray<Where>, limit: number) =>
@@ -285,18 +283,15 @@ export const examAttempts: ResourceDefinition = defineResource({
         [GRADING]: grading
       }
     }),
-  rules: {
-    // An attempt is final: only batches could try to change or remove one.
-    check: (_data, previous) => (previous === null ? Effect.void : attemptFinal()),
-    beforeDelete: attemptFinal,
-    afterCreate: rewardAttempt
-  },
+  rules: { afterCreate: rewardAttempt },
   hidden: [GRADING],
   trash: false,
   revision: "string",
   filters: { user_id: equalsFilter("user_id", PublicId("user"), "Attempts of this user.") },
   sorts: [{ name: "created_at", field: "id", kind: "text" }],
-  replacedRoutes: examOwnRoutes
+  replacedRoutes: examOwnRoutes,
+  // An attempt is final: recorded, never changed or removed (no such route, capability or batch).
+  writes: ["create"]
 })
 
 /**

@@ -142,20 +142,31 @@ export interface ResourceDefinition<
    * once); the description still drives everything else (schemas, events, batches).
    */
   readonly replacedRoutes?: ReadonlyArray<"list" | "get" | "create" | "update" | "delete">
+  /**
+   * The writes a client may make, by route or batch (default all three): its capabilities are
+   * `<plural>.read` and these, and `POST /operations` offers a batch type for each.
+   */
+  readonly writes?: ReadonlyArray<ResourceWrite>
   /** Error codes its rules answer on writes, for the description (e.g. `replica_readonly` from a parent). */
   readonly writeErrors?: ReadonlyArray<ErrorCode>
 }
 
 /**
  * The writes of a resource only the platform makes (issued certificates, the points ledger):
- * no body creates, changes or removes one, so its create, update and delete routes are not served.
+ * no body creates, changes or removes one: no such route, capability or batch.
  */
 export const writtenByThePlatform = {
   create: Schema.Struct({}),
   update: Schema.Struct({}),
   defaults: () => Effect.fail(apiError("method_not_allowed")),
-  replacedRoutes: ["create", "update", "delete"]
+  replacedRoutes: ["create", "update", "delete"],
+  writes: []
 } as const
+
+export type ResourceWrite = "create" | "update" | "delete"
+
+/** The writes a client may make to a resource (its description's `writes`, else all three). */
+export const resourceWrites = (definition: ResourceDefinition): ReadonlyArray<ResourceWrite> => definition.writes ?? ["create", "update", "delete"]
 
 /** Build a definition, keeping its schema types tied to its rule functions. */
 export const defineResource = <F extends Schema.Struct.Fields, C extends Schema.Schema.AnyNoContext, U extends Schema.Schema.AnyNoContext>(

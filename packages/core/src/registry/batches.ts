@@ -13,7 +13,7 @@ import { allows } from "../access/policies.js"
 import { apiError, type DetailItem } from "../errors/errors.js"
 import { MAX_BATCH_ITEMS, type OperationKind, startOperation } from "../operations/operations.js"
 import type { Json, JsonObject } from "../ports/store.js"
-import { createResource, deleteResource, type ResourceDefinition, resourceView, updateResource } from "../records/resource.js"
+import { createResource, deleteResource, type ResourceDefinition, resourceView, resourceWrites, updateResource } from "../records/resource.js"
 import { detailsOf, strict } from "../records/schema.js"
 import { type BatchAction, type BatchResource, batchResources, type BatchUseCases } from "./batch-use-cases.js"
 import { resourceDefinitions } from "./resources.js"
@@ -46,18 +46,16 @@ const resourcesWithBatches: ReadonlyArray<BatchResource> = [
     .map((definition) => ({ definition, useCases: {} }))
 ]
 
+/** A batch type for each write a client may make to a resource (`resourceWrites`). */
 const batchTypes: ReadonlyMap<string, BatchType> = new Map(
-  resourcesWithBatches.flatMap(({ definition, useCases }): ReadonlyArray<[string, BatchType]> => [
-    [`${definition.plural}.create`, { definition, useCases, action: "create", item: withParents(definition, definition.create, {}) }],
-    [
-      `${definition.plural}.update`,
-      { definition, useCases, action: "update", item: withParents(definition, definition.update, { id: Schema.String }) }
-    ],
-    [
-      `${definition.plural}.delete`,
-      { definition, useCases, action: "delete", item: withParents(definition, Schema.Struct({}), { id: Schema.String }) }
-    ]
-  ])
+  resourcesWithBatches.flatMap(({ definition, useCases }): ReadonlyArray<[string, BatchType]> => {
+    const items = {
+      create: withParents(definition, definition.create, {}),
+      update: withParents(definition, definition.update, { id: Schema.String }),
+      delete: withParents(definition, Schema.Struct({}), { id: Schema.String })
+    }
+    return resourceWrites(definition).map((action) => [`${definition.plural}.${action}`, { definition, useCases, action, item: items[action] }])
+  })
 )
 
 export const batchTypeNames: ReadonlyArray<string> = [...batchTypes.keys()]

@@ -10,12 +10,13 @@
  */
 import { Layer } from "effect"
 import { CapabilityCatalog, makeCapabilityCatalog } from "../access/policies.js"
+import { resourceWrites } from "../records/resource.js"
 import { resourceDefinitions } from "./resources.js"
 
 const crud = (resource: string, ...extra: ReadonlyArray<string>) =>
   ["read", "create", "update", "delete", ...extra].map((action) => `${resource}.${action}`)
 
-/** The catalog of capabilities of this release: those below, and read/create/update/delete of every described resource. */
+/** The catalog of capabilities of this release: those below, and read and the writes (`resourceWrites`) of every described resource. */
 const listedCapabilities: ReadonlyArray<string> = [
   "credentials.read",
   "credentials.create",
@@ -47,7 +48,6 @@ const listedCapabilities: ReadonlyArray<string> = [
   ...crud("tags"),
   ...crud("custom_fields"),
   ...crud("administrators"),
-  ...crud("enrollments"),
   "certificate_templates.read",
   "certificate_templates.update",
   "certificates.read",
@@ -73,7 +73,10 @@ const listedCapabilities: ReadonlyArray<string> = [
 ]
 
 export const capabilityCatalog: ReadonlyArray<string> = [
-  ...new Set([...listedCapabilities, ...resourceDefinitions.flatMap((definition) => crud(definition.plural))])
+  ...new Set([
+    ...listedCapabilities,
+    ...resourceDefinitions.flatMap((definition) => ["read", ...resourceWrites(definition)].map((action) => `${definition.plural}.${action}`))
+  ])
 ]
 
 /** This release's catalog, with the policy templates expanded over it. */
