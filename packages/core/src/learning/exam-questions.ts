@@ -38,7 +38,8 @@ import {
   resourceSort,
   resourceView,
   ruleViolation,
-  saveResource
+  saveResource,
+  inRequestedOrder
 } from "../records/resource.js"
 import { Bool, Enum, List, PublicId, RichText, Text } from "../records/schema.js"
 import { requireFile } from "../uploads/uploads.js"
@@ -286,21 +287,10 @@ export const orderExamQuestions = (productId: string, examId: string, ids: Reado
     const exam = yield* loadResource(exams, productId, examId)
     if (exam.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
     if (expectedRevision !== undefined && exam.revision !== expectedRevision) return yield* Effect.fail(apiError("revision_mismatch"))
-    const current = yield* questionsOf(examId)
-    const byId = new Map(current.map((record) => [record.id, record]))
-    const details: Array<DetailItem> = []
-    const seen = new Set<string>()
-    for (const [index, id] of ids.entries()) {
-      if (!byId.has(id)) details.push({ field: `ids[${index}]`, code: "order_set_mismatch", reason: "not_in_set" })
-      else if (seen.has(id)) details.push({ field: `ids[${index}]`, code: "order_set_mismatch", reason: "duplicate" })
-      seen.add(id)
-    }
-    if (current.some((record) => !seen.has(record.id))) details.push({ field: "ids", code: "order_set_mismatch", reason: "missing" })
-    if (details.length > 0) return yield* Effect.fail(apiError("order_set_mismatch", { details }))
-    const placed = yield* Effect.forEach(ids, (id, index) => {
-      const record = byId.get(id)!
-      return record.data.position === index + 1 ? Effect.succeed(record) : reposition(record, index + 1)
-    })
+    const ordered = yield* inRequestedOrder(ids, yield* questionsOf(examId))
+    const placed = yield* Effect.forEach(ordered, (record, index) =>
+      record.data.position === index + 1 ? Effect.succeed(record) : reposition(record, index + 1)
+    )
     const touched = yield* adjustExam(caller.tenant, examId, (data) => data)
     return { questions: placed, exam: touched ?? exam }
   })

@@ -168,6 +168,23 @@ export type ResourceWrite = "create" | "update" | "delete"
 /** The writes a client may make to a resource (its description's `writes`, else all three). */
 export const resourceWrites = (definition: ResourceDefinition): ReadonlyArray<ResourceWrite> => definition.writes ?? ["create", "update", "delete"]
 
+/**
+ * A reorder's `ids` must be exactly the current set, each once: else 422 `order_set_mismatch`,
+ * itemized (`not_in_set`, `duplicate`, `missing`). Answers the records in the order asked.
+ */
+export const inRequestedOrder = (ids: ReadonlyArray<string>, current: ReadonlyArray<StoredRecord>) => {
+  const byId = new Map(current.map((record) => [record.id, record]))
+  const details: Array<DetailItem> = []
+  const seen = new Set<string>()
+  for (const [index, id] of ids.entries()) {
+    if (!byId.has(id)) details.push({ field: `ids[${index}]`, code: "order_set_mismatch", reason: "not_in_set" })
+    else if (seen.has(id)) details.push({ field: `ids[${index}]`, code: "order_set_mismatch", reason: "duplicate" })
+    seen.add(id)
+  }
+  if (current.some((record) => !seen.has(record.id))) details.push({ field: "ids", code: "order_set_mismatch", reason: "missing" })
+  return details.length > 0 ? Effect.fail(apiError("order_set_mismatch", { details })) : Effect.succeed(ids.map((id) => byId.get(id)!))
+}
+
 /** Build a definition, keeping its schema types tied to its rule functions. */
 export const defineResource = <F extends Schema.Struct.Fields, C extends Schema.Schema.AnyNoContext, U extends Schema.Schema.AnyNoContext>(
   definition: ResourceDefinition<F, C, U>

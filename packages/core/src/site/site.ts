@@ -14,7 +14,8 @@ import {
   type ResourceDefinition,
   resourceView,
   ruleViolation,
-  saveResource
+  saveResource,
+  inRequestedOrder
 } from "../records/resource.js"
 import { Bool, Enum, Integer, List, PublicId, RichText, Text } from "../records/schema.js"
 import { requireFile } from "../uploads/uploads.js"
@@ -269,21 +270,8 @@ export const BannerOrderBody = Schema.Struct({
  */
 export const orderBanners = (ids: ReadonlyArray<string>) =>
   Effect.gen(function* () {
-    const current = yield* inPositionOrder("banner", [])
-    const byId = new Map(current.map((record) => [record.id, record]))
-    const details: Array<DetailItem> = []
-    const seen = new Set<string>()
-    for (const [index, id] of ids.entries()) {
-      if (!byId.has(id)) details.push({ field: `ids[${index}]`, code: "order_set_mismatch", reason: "not_in_set" })
-      else if (seen.has(id)) details.push({ field: `ids[${index}]`, code: "order_set_mismatch", reason: "duplicate" })
-      seen.add(id)
-    }
-    if (current.some((record) => !seen.has(record.id))) details.push({ field: "ids", code: "order_set_mismatch", reason: "missing" })
-    if (details.length > 0) return yield* Effect.fail(apiError("order_set_mismatch", { details }))
-    const placed = yield* placeInOrder(
-      banners,
-      ids.map((id) => byId.get(id)!)
-    )
+    const ordered = yield* inRequestedOrder(ids, yield* inPositionOrder("banner", []))
+    const placed = yield* placeInOrder(banners, ordered)
     const data = placed.map((record) => resourceView(banners, record))
     return { data, page: { limit: data.length, next_cursor: null, prev_cursor: null } }
   })
