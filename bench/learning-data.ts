@@ -191,3 +191,62 @@ export const userKeysSql = (accountId: string) => `
   INSERT INTO record_keys (account_id, environment, type, id, name, value, global)
   SELECT account_id, environment, type, id, 'email', data ->> 'email', false
   FROM records WHERE account_id = '${accountId}' AND environment = 'production' AND type = 'user' AND data -> 'deleted' = 'false'`
+
+/**
+ * The kept figures (`@syllabus/core` reports/figures.ts) of the rows loaded in SQL, which the
+ * store's `keepingFigures` never saw: one figure record per lesson and per product (shard 0;
+ * figures are additive, so later writes add to any shard). Run once per account, right after
+ * its load and before the API writes any enrollment or progress there (a plain INSERT: a
+ * figure record already made fails the run rather than being counted twice). The measures are
+ * those of `LESSON_PROGRESS_FIGURES` and `ENROLLMENT_FIGURES`; `figuresCheckSql` compares them.
+ */
+export const figuresSql = (accountId: string) => [
+  `INSERT INTO records (account_id, environment, type, id, revision, data)
+  SELECT account_id, environment, 'lesson_progress_figures', (data ->> 'lesson_id') || '.0', 1, jsonb_build_object(
+    'lesson_id', data ->> 'lesson_id',
+    'started', count(*) FILTER (WHERE data ->> 'status' IN ('in_progress', 'completed')),
+    'in_progress', count(*) FILTER (WHERE data ->> 'status' = 'in_progress'),
+    'completed', count(*) FILTER (WHERE data ->> 'status' = 'completed'),
+    'started_percent', coalesce(sum((data ->> 'percent')::numeric) FILTER (WHERE data ->> 'status' IN ('in_progress', 'completed')), 0))
+  FROM records WHERE account_id = '${accountId}' AND environment = 'production' AND type = 'lesson_progress'
+  GROUP BY account_id, environment, data ->> 'lesson_id'`,
+  `INSERT INTO records (account_id, environment, type, id, revision, data)
+  SELECT account_id, environment, 'enrollment_figures', (data ->> 'product_id') || '.0', 1, jsonb_build_object(
+    'product_id', data ->> 'product_id',
+    'enrollments', count(*),
+    'active', count(*) FILTER (WHERE data ->> 'status' = 'active'),
+    'expired', count(*) FILTER (WHERE data ->> 'status' = 'expired'),
+    'canceled', count(*) FILTER (WHERE data ->> 'status' = 'canceled'),
+    'completed', count(*) FILTER (WHERE jsonb_typeof(data -> 'completed_at') = 'string'),
+    'averaged', count(*) FILTER (WHERE data ->> 'status' IN ('active', 'expired')),
+    'averaged_percent', coalesce(sum((data ->> 'progress_percent')::numeric) FILTER (WHERE data ->> 'status' IN ('active', 'expired')), 0))
+  FROM records WHERE account_id = '${accountId}' AND environment = 'production' AND type = 'enrollment'
+  GROUP BY account_id, environment, data ->> 'product_id'`
+]
+
+/**
+ * The figures of one lesson and one product, summed over their shards, beside the same figures
+ * counted over the rows: the two columns of each row must be equal.
+ */
+export const figuresCheckSql = (accountId: string, productId: string, lessonId: string) => `
+  WITH kept AS (
+    SELECT type, sum((data ->> 'started')::numeric) AS a, sum((data ->> 'completed')::numeric) AS b, sum((data ->> 'started_percent')::numeric) AS c
+    FROM records WHERE account_id = '${accountId}' AND environment = 'production' AND type = 'lesson_progress_figures' AND data ->> 'lesson_id' = '${lessonId}'
+    GROUP BY type
+    UNION ALL
+    SELECT type, sum((data ->> 'enrollments')::numeric), sum((data ->> 'completed')::numeric), sum((data ->> 'averaged_percent')::numeric)
+    FROM records WHERE account_id = '${accountId}' AND environment = 'production' AND type = 'enrollment_figures' AND data ->> 'product_id' = '${productId}'
+    GROUP BY type
+  ), counted AS (
+    SELECT 'lesson_progress_figures' AS type, count(*) FILTER (WHERE data ->> 'status' IN ('in_progress', 'completed')) AS a,
+      count(*) FILTER (WHERE data ->> 'status' = 'completed') AS b,
+      coalesce(sum((data ->> 'percent')::numeric) FILTER (WHERE data ->> 'status' IN ('in_progress', 'completed')), 0) AS c
+    FROM records WHERE account_id = '${accountId}' AND environment = 'production' AND type = 'lesson_progress' AND data ->> 'lesson_id' = '${lessonId}'
+    UNION ALL
+    SELECT 'enrollment_figures', count(*), count(*) FILTER (WHERE jsonb_typeof(data -> 'completed_at') = 'string'),
+      coalesce(sum((data ->> 'progress_percent')::numeric) FILTER (WHERE data ->> 'status' IN ('active', 'expired')), 0)
+    FROM records WHERE account_id = '${accountId}' AND environment = 'production' AND type = 'enrollment' AND data ->> 'product_id' = '${productId}'
+  )
+  SELECT counted.type, kept.a::text AS kept_a, counted.a::text AS counted_a, kept.b::text AS kept_b, counted.b::text AS counted_b,
+    kept.c::text AS kept_c, counted.c::text AS counted_c
+  FROM counted LEFT JOIN kept USING (type)`

@@ -56,6 +56,8 @@ import {
   enrollmentId,
   enrollmentRevision,
   enrollmentsSql,
+  figuresCheckSql,
+  figuresSql,
   isCanceled,
   type LearningSizes,
   productOf,
@@ -198,6 +200,7 @@ interface Load {
   readonly usersMs: number
   readonly enrollmentsMs: number
   readonly progressMs: number
+  readonly figuresMs: number
   readonly analyzeMs: number
 }
 
@@ -233,7 +236,10 @@ const load = async (exec: (text: string) => Promise<unknown>, account: OpenedAcc
   }
   const t3 = performance.now()
   log(`  account ${a}: ${sizes.progress.toLocaleString("en")} progress rows in ${((t3 - t2) / 1000).toFixed(1)} s`)
-  return { usersMs: t1 - t0, enrollmentsMs: t2 - t1, progressMs: t3 - t2, analyzeMs: 0 }
+  for (const statement of figuresSql(account.accountId)) await exec(statement)
+  const t4 = performance.now()
+  log(`  account ${a}: the reports' kept figures of the loaded rows in ${((t4 - t3) / 1000).toFixed(1)} s`)
+  return { usersMs: t1 - t0, enrollmentsMs: t2 - t1, progressMs: t3 - t2, figuresMs: t4 - t3, analyzeMs: 0 }
 }
 
 /** The SQL rows must be the TypeScript ones, and each type's fields and keys those the API writes. */
@@ -270,6 +276,15 @@ const verify = async (exec: (text: string) => Promise<ReadonlyArray<Record<strin
       if (canonical(storedRow.data) !== canonical(row)) throw new Error(`progress ${e}/${j}: SQL ${canonical(storedRow.data)}\n  vs TS ${canonical(row)}`)
       if (shape(storedRow.data) !== shape(apiProgress.data)) throw new Error(`progress fields ${shape(storedRow.data)} vs the API's ${shape(apiProgress.data)}`)
       if (canonical(storedRow.keys) !== canonical(apiProgress.keys)) throw new Error(`progress keys ${canonical(storedRow.keys)} vs ${canonical(apiProgress.keys)}`)
+    }
+  }
+  // The kept figures of a product and of a lesson: what the rows themselves count.
+  const firstLesson = course.lessons[0]?.[0]
+  if (firstLesson !== undefined) {
+    for (const row of await exec(figuresCheckSql(account.accountId, course.productIds[0]!, firstLesson.id))) {
+      if (row.kept_a !== row.counted_a || row.kept_b !== row.counted_b || row.kept_c !== row.counted_c) {
+        throw new Error(`${row.type}: kept ${row.kept_a}/${row.kept_b}/${row.kept_c} vs counted ${row.counted_a}/${row.counted_b}/${row.counted_c}`)
+      }
     }
   }
 }
@@ -586,7 +601,7 @@ const runPg = async (name: string, sizes: LearningSizes, others: LearningSizes |
       progress: await storedRecord(exec, accounts[0]!.accountId, "lesson_progress", String(row.body.data.id))
     }
     for (const [a, account] of accounts.entries()) await verify(exec, account, made[a]!.course, made[a]!.sizes, written)
-    log(`${name}: SQL rows match the TypeScript generator and the API's fields and keys`)
+    log(`${name}: SQL rows match the TypeScript generator and the API's fields and keys; the kept figures match the rows`)
     // Points for completing a lesson, in every product (added after the load: the seeded completions earned none).
     await post(child.ready.port, accounts[0]!.secret, "/gamification/rules", { name: "Lesson completed", trigger: "lesson_completed", points: 10 })
 
@@ -617,7 +632,7 @@ const main = async () => {
       `${PRODUCTS} products × ${LESSONS} lessons` + (other ? `; another tenant ${s(other.users)} / ${s(other.enrollments)} / ${s(other.progress)}` : "") + "\n"
   )
   const loadLine = (l: Load, a: number) =>
-    `account ${a}: users ${(l.usersMs / 1000).toFixed(1)} s, enrollments ${(l.enrollmentsMs / 1000).toFixed(1)} s, progress ${(l.progressMs / 1000).toFixed(1)} s`
+    `account ${a}: users ${(l.usersMs / 1000).toFixed(1)} s, enrollments ${(l.enrollmentsMs / 1000).toFixed(1)} s, progress ${(l.progressMs / 1000).toFixed(1)} s, figures ${(l.figuresMs / 1000).toFixed(1)} s`
   console.log(`seeding: courses through the API ${(scaled.setupMs / 1000).toFixed(1)} s; ${scaled.loads.map(loadLine).join("; ")}; ANALYZE ${(scaled.analyzeMs / 1000).toFixed(1)} s; records ${scaled.size!.records}, record_keys ${scaled.size!.keys}`)
   if (baseline) console.log(`baseline: ${s(baselineSizes.users)} users, ${s(baselineSizes.enrollments)} enrollments, ${s(baselineSizes.progress)} progress rows, same products and lessons`)
   console.log(`\n| request | baseline p50 | p95 | at scale p50 | p95 | × baseline (p50 / p95) |\n|---|---:|---:|---:|---:|---:|`)

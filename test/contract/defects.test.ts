@@ -204,6 +204,40 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
       }
       return { path: `/users/${user.id}/points/entries` }
     },
+    "tickets.list": async () => {
+      await ticket()
+      await ticket()
+      return { path: "/support/tickets" }
+    },
+    "ticket_messages.list": async () => {
+      const id = await ticket()
+      await created(`/support/tickets/${id}/messages`, { text: "Second", from: "agent" })
+      return { path: `/support/tickets/${id}/messages` }
+    },
+    "departments.list": async () => {
+      await created("/support/departments", { name: unique("d1") })
+      await created("/support/departments", { name: unique("d2") })
+      return { path: "/support/departments" }
+    },
+    "faqs.list": async () => {
+      await created("/support/faqs", { question: "Q1?", answer: "A1" })
+      await created("/support/faqs", { question: "Q2?", answer: "A2" })
+      return { path: "/support/faqs" }
+    },
+    "questions.list": async () => {
+      const { product } = await question()
+      await question(product)
+      return { path: `/products/${product}/questions` }
+    },
+    "question_replies.list": async () => {
+      const { product, id } = await question()
+      for (const text of ["One", "Two"]) await created(`/products/${product}/questions/${id}/replies`, { body: { blocks: [{ type: "paragraph", text }] } })
+      return { path: `/products/${product}/questions/${id}/replies` }
+    },
+    "legal_terms.list": async () => {
+      for (const title of ["T1", "T2"]) await created("/legal-terms", { kind: "product", product_id: await productWith(), title, text: "<p>Terms</p>" })
+      return { path: "/legal-terms" }
+    },
     "events.list": async () => ({ path: "/events" }),
     "requests.list": async () => ({ path: "/requests" }),
     "audit_entries.list": async () => ({ path: "/audit-entries" })
@@ -218,6 +252,23 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
     const question = await created(`${examPath}/questions`, { text: "One?", format: "single_choice", alternatives })
     await created(`${examPath}/questions`, { text: "Two?", format: "single_choice", alternatives })
     return { product, examPath, question }
+  }
+
+  /** A ticket of a new user, opened by the API. */
+  const ticket = async () => {
+    const user = await created("/users", { name: "Requester", email: `${unique("req")}@example.com` })
+    return (await created("/support/tickets", { subject: "Help", user_id: user.id, message: { text: "First" } })).id as string
+  }
+
+  /** A learner's question on a lesson of `product` (a new product by default). */
+  const question = async (product?: string) => {
+    const productId = product ?? (await productWith())
+    const module = (await call("GET", `/products/${productId}/modules`)).body.data[0]
+    const lesson = await created(`/products/${productId}/lessons`, { name: "L", module_id: module.id })
+    const user = await created("/users", { name: "Asker", email: `${unique("ask")}@example.com` })
+    const body = { blocks: [{ type: "paragraph", text: "How do I start?" }] }
+    const asked = await created(`/products/${productId}/questions`, { user_id: user.id, lesson_id: lesson.id, body })
+    return { product: productId, id: asked.id as string }
   }
 
   /** A product with two modules. */

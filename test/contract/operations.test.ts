@@ -209,7 +209,7 @@ eachStore("batches of resources with use cases of their own", (h) => {
     const openapi = await h().request("GET", "/api/v3/openapi.json", { secret: h().live })
     const description: string = openapi.body.paths["/operations"].post.description
     const count = Number(/Types: (\d+)/.exec(description)?.[1])
-    expect(count % 3).toBe(0)
+    // A resource has the batch types of the writes its routes serve (some only `create`).
     expect(count).toBeGreaterThan(12)
     for (const type of ["users.create", "users.update", "users.delete", "tags.create", "tags.delete", "webhooks.create", "administrators.create", "administrators.delete"]) {
       const res = await post(h(), "/operations", { type, items: [{ key: "a", nope: 1 }] })

@@ -97,14 +97,16 @@ eachStore("reports", (h) => {
     const a = await newAccount(h())
     const res = await a.get("/reports")
     expect(res.status, res.text).toBe(200)
-    expect(res.body.page).toEqual({ limit: 7, next_cursor: null, prev_cursor: null })
+    expect(res.body.page).toEqual({ limit: 9, next_cursor: null, prev_cursor: null })
     expect(res.body.data.map((r: any) => [r.id, r.path])).toEqual([
       ["activity", "/reports/activity"],
       ["certificates", "/reports/certificates"],
+      ["email-bounces", "/reports/email-bounces"],
       ["exams", "/reports/exams"],
       ["lessons", "/reports/lessons"],
       ["products", "/reports/products"],
       ["rankings", "/reports/rankings"],
+      ["support", "/reports/support"],
       ["users", "/reports/users"]
     ])
     const rankings = res.body.data.find((r: any) => r.id === "rankings")

@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
-import { Chunk, Effect, Exit, type Layer, Stream } from "effect"
+import { Chunk, Effect, Exit, type Layer, Option, Stream } from "effect"
 import { FileStorage, PartTooLarge, SNIFF_BYTES, StorageUnavailable, type StoredPart } from "@syllabus/core"
 
 /** A key shaped as the product makes them. */
@@ -376,6 +376,51 @@ export const storageConformance = (name: string, storageLayer: Layer.Layer<FileS
           // Compared by hash: deep equality of large arrays is slow in the matcher.
           expect(sha256(yield* readAll(stream))).toBe(sha256(bytes(70_000, 31)))
           expect(sha256(yield* readAll(stream))).toBe(sha256(bytes(70_000, 31)))
+        }))
+    })
+
+    describe("openObject", () => {
+      it.effect("answers the size and the whole object, across parts; the stream can be read more than once", () =>
+        Effect.gen(function* () {
+          const storage = yield* FileStorage
+          const key = newKey()
+          const one = bytes(3000, 40)
+          const two = bytes(2500, 41)
+          const { uploadId, stored } = yield* uploadParts(key, [one, two])
+          yield* storage.completeUpload(key, uploadId, stored)
+          const opened = Option.getOrThrow(yield* storage.openObject(key))
+          expect(opened.size).toBe(5500)
+          expect(yield* readAll(opened.stream)).toEqual(concat(one, two))
+          expect(yield* readAll(opened.stream)).toEqual(concat(one, two))
+        }))
+
+      it.effect("reads only the range asked for (both ends included), across part boundaries; a range past the end is cut there", () =>
+        Effect.gen(function* () {
+          const storage = yield* FileStorage
+          const key = newKey()
+          const one = bytes(3000, 42)
+          const two = bytes(2500, 43)
+          const whole = concat(one, two)
+          const { uploadId, stored } = yield* uploadParts(key, [one, two])
+          yield* storage.completeUpload(key, uploadId, stored)
+          for (const [start, end] of [[0, 0], [0, 9], [2990, 3009], [3000, 3000], [5499, 5499], [100, 5499], [5000, 9999]] as const) {
+            const opened = Option.getOrThrow(yield* storage.openObject(key, { start, end }))
+            expect(opened.size).toBe(5500)
+            expect(yield* readAll(opened.stream)).toEqual(whole.subarray(start, Math.min(end, 5499) + 1))
+          }
+        }))
+
+      it.effect("answers none for an object never completed or deleted; a refused key fails", () =>
+        Effect.gen(function* () {
+          const storage = yield* FileStorage
+          expect(Option.isNone(yield* storage.openObject(newKey()))).toBe(true)
+          const key = newKey()
+          const { uploadId, stored } = yield* uploadParts(key, [bytes(100, 44)])
+          yield* storage.completeUpload(key, uploadId, stored)
+          expect(Option.isSome(yield* storage.openObject(key))).toBe(true)
+          yield* storage.deleteObject(key)
+          expect(Option.isNone(yield* storage.openObject(key))).toBe(true)
+          expectUnavailable(yield* Effect.exit(storage.openObject("../escape")))
         }))
     })
 

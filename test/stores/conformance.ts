@@ -9,6 +9,7 @@ import { Cause, Deferred, Effect, Exit, Fiber, type Layer } from "effect"
 import {
   type Environment,
   Idempotency,
+  LESSON_PROGRESS_FIGURES,
   type IdempotencyClaim,
   RateLimitStore,
   type RateCheck,
@@ -486,6 +487,79 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           ).toEqual(["r_c", "r_a", "r_g"])
         }))
 
+      // Types whose lists the release declares (`module` by product, ordered by name or by
+      // position; `enrollment` by product, by id): an `in` of several products is read through
+      // the path's index, which a store may do one value at a time (PostgreSQL reads a page per
+      // value and merges them). The pages must be the list's, in order, nulls and ties included.
+      const inFixture = [
+        { id: "m_a", data: { product_id: "p1", deleted: false, name: "beta", position: 2 } },
+        { id: "m_b", data: { product_id: "p2", deleted: false, name: "Alpha", position: 1 } },
+        { id: "m_c", data: { product_id: "p1", deleted: false, name: null, position: null } },
+        { id: "m_d", data: { product_id: "p3", deleted: false, name: "beta", position: 2 } },
+        { id: "m_e", data: { product_id: "p2", deleted: false, position: 1.5 } },
+        { id: "m_f", data: { product_id: "p1", deleted: false, name: "alpha", position: -1 } },
+        { id: "m_g", data: { product_id: "p9", deleted: false, name: "aaa", position: 0 } },
+        { id: "m_h", data: { product_id: "p2", deleted: true, name: "beta", position: 2 } },
+        { id: "m_i", data: { product_id: "p3", deleted: false, name: 42, position: "3" } },
+        { id: "m_j", data: { product_id: "p2", deleted: false, name: "gamma", position: 10 } }
+      ] as const
+      const byName = ["m_c", "m_e", "m_i", "m_b", "m_f", "m_a", "m_d", "m_j"]
+      const byPosition = ["m_c", "m_i", "m_f", "m_b", "m_e", "m_a", "m_d", "m_j"]
+      const byIds = ["m_a", "m_b", "m_c", "m_d", "m_e", "m_f", "m_i", "m_j"]
+      const inOrders: ReadonlyArray<readonly [string, string, SortSpec, ReadonlyArray<string>]> = [
+        ["text asc", "module", { field: "name", kind: "text", direction: "asc" }, byName],
+        ["text desc", "module", { field: "name", kind: "text", direction: "desc" }, [...byName].reverse()],
+        ["number asc", "module", { field: "position", kind: "number", direction: "asc" }, byPosition],
+        ["number desc", "module", { field: "position", kind: "number", direction: "desc" }, [...byPosition].reverse()],
+        ["id asc", "enrollment", { field: "id", kind: "text", direction: "asc" }, byIds],
+        ["id desc", "enrollment", { field: "id", kind: "text", direction: "desc" }, [...byIds].reverse()]
+      ]
+
+      for (const [label, type, sort, expected] of inOrders) {
+        it.effect(`an in of several values on an indexed field, sorted (${label}), pages by keyset as one list`, () =>
+          Effect.gen(function* () {
+            const records = yield* Records
+            const tenant = newTenant()
+            for (const { id, data } of inFixture) yield* records.insert(tenant, type, id, data)
+            // Values repeated, and one that matches nothing, change nothing.
+            const where: ReadonlyArray<Where> = [
+              { field: "product_id", op: "in", values: ["p3", "p1", "p404", "p2", "p1"] },
+              { field: "deleted", op: "eq", value: false }
+            ]
+            const page = (after: { value: string | number | null; id: string } | undefined, limit: number) =>
+              records.list(tenant, type, { where, sort, after, limit })
+            expect(ids(yield* page(undefined, 100))).toEqual(expected)
+            for (const limit of [1, 2, 3, 5]) {
+              const seen: Array<string> = []
+              let after: { value: string | number | null; id: string } | undefined
+              for (let n = 0; n < 10; n++) {
+                const items = yield* page(after, limit)
+                seen.push(...ids(items))
+                const last = items[items.length - 1]
+                if (items.length < limit || last === undefined) break
+                after = positionOf(last, sort)
+              }
+              expect(seen).toEqual(expected)
+            }
+            // A position need not be a stored record; a null one is before every value ascending.
+            if (sort.field !== "id") {
+              const nulls = inFixture
+                .filter(({ data }) => typeof (data as Record<string, unknown>)[sort.field] !== (sort.kind === "number" ? "number" : "string"))
+                .map(({ id }) => id as string)
+              expect(ids(yield* page({ value: null, id: "m_d" }, 100))).toEqual(
+                sort.direction === "asc"
+                  ? expected.filter((id) => !nulls.includes(id) || id > "m_d")
+                  : expected.filter((id) => nulls.includes(id) && id < "m_d")
+              )
+            }
+            // Two values, and one value, read the same way.
+            expect(ids(yield* records.list(tenant, type, { where: [{ field: "product_id", op: "in", values: ["p2", "p3"] }, where[1]!], sort, limit: 100 })))
+              .toEqual(expected.filter((id) => ["m_b", "m_d", "m_e", "m_i", "m_j"].includes(id)))
+            expect(ids(yield* records.list(tenant, type, { where: [{ field: "product_id", op: "in", values: ["p1", "p1"] }, where[1]!], sort, limit: 100 })))
+              .toEqual(expected.filter((id) => ["m_a", "m_c", "m_f"].includes(id)))
+          }))
+      }
+
       it.effect("contains: a case-insensitive substring of a text field, with LIKE characters taken literally", () =>
         Effect.gen(function* () {
           const records = yield* Records
@@ -779,6 +853,81 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
             limit: 2
           })
           expect(byKey).toEqual([{ key: ["usr_b"], values: [2] }, { key: ["usr_c"], values: [2] }])
+        }))
+    })
+
+    describe("Records: increment and kept figures", () => {
+      it.effect("increment makes the record from its fields and deltas, then adds to its numbers (a non-number counts as 0)", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* records.increment(tenant, "tally", "t_1", { group: "g" }, { a: 2, b: -1 })
+          expect((yield* records.get(tenant, "tally", "t_1"))?.data).toEqual({ group: "g", a: 2, b: -1 })
+          yield* records.update(tenant, "tally", "t_1", { group: "g", a: 2, b: -1, c: "text" })
+          yield* records.increment(tenant, "tally", "t_1", { group: "ignored" }, { a: 3, c: 1, d: 5 })
+          const record = yield* records.get(tenant, "tally", "t_1")
+          expect(record?.data).toEqual({ group: "g", a: 5, b: -1, c: 1, d: 5 })
+          expect(record?.revision).toBe(3)
+        }))
+
+      it.effect("concurrent increments of one record are all counted; a failed unit of work's are not", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), (i) => records.increment(tenant, "tally", "t_1", {}, { n: 1, sum: i }), {
+            concurrency: 10
+          })
+          yield* Effect.exit(uow.transaction(Effect.zipRight(records.increment(tenant, "tally", "t_1", {}, { n: 100 }), Effect.fail("boom"))))
+          expect((yield* records.get(tenant, "tally", "t_1"))?.data).toEqual({ n: 20, sum: 190 })
+        }))
+
+      it.effect("the figures kept for lesson progress follow inserts, updates and removals, and equal an aggregate of the rows", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          const row = (lesson: string, status: string, percent: number) => ({ lesson_id: lesson, status, percent })
+          yield* records.insert(tenant, LESSON_PROGRESS_FIGURES.of, "lpr_1", row("les_a", "in_progress", 40))
+          yield* records.insert(tenant, LESSON_PROGRESS_FIGURES.of, "lpr_2", row("les_a", "completed", 100))
+          yield* records.insertMany(tenant, LESSON_PROGRESS_FIGURES.of, [
+            { id: "lpr_3", data: row("les_a", "not_started", 0) },
+            { id: "lpr_4", data: row("les_b", "in_progress", 10) },
+            { id: "lpr_5", data: { status: "completed", percent: 100 } }
+          ])
+          yield* records.update(tenant, LESSON_PROGRESS_FIGURES.of, "lpr_1", row("les_a", "completed", 100))
+          yield* records.update(tenant, LESSON_PROGRESS_FIGURES.of, "lpr_3", row("les_a", "in_progress", 30))
+          // A write that fails (a stale revision; a unit of work that fails) keeps nothing.
+          yield* Effect.flip(records.update(tenant, LESSON_PROGRESS_FIGURES.of, "lpr_4", row("les_b", "completed", 100), { expectedRevision: 9 }))
+          yield* Effect.exit(uow.transaction(Effect.zipRight(
+            records.update(tenant, LESSON_PROGRESS_FIGURES.of, "lpr_4", row("les_b", "completed", 100)),
+            Effect.fail("boom")
+          )))
+          yield* records.remove(tenant, LESSON_PROGRESS_FIGURES.of, "lpr_2")
+          const kept = yield* records.aggregate(tenant, LESSON_PROGRESS_FIGURES.type, {
+            where: [{ field: "lesson_id", op: "in", values: ["les_a", "les_b"] }],
+            groupBy: ["lesson_id"],
+            measures: ["started", "in_progress", "completed", "started_percent"].map((field) => ({ kind: "sum", field }) as const)
+          })
+          const started: ReadonlyArray<Where> = [{ field: "status", op: "in", values: ["in_progress", "completed"] }]
+          const counted = yield* records.aggregate(tenant, LESSON_PROGRESS_FIGURES.of, {
+            where: [{ field: "lesson_id", op: "in", values: ["les_a", "les_b"] }],
+            groupBy: ["lesson_id"],
+            measures: [
+              { kind: "count", filter: started },
+              { kind: "count", filter: [{ field: "status", op: "eq", value: "in_progress" }] },
+              { kind: "count", filter: [{ field: "status", op: "eq", value: "completed" }] },
+              { kind: "sum", field: "percent", filter: started }
+            ]
+          })
+          expect(kept).toEqual([{ key: ["les_a"], values: [2, 1, 1, 130] }, { key: ["les_b"], values: [1, 1, 0, 10] }])
+          expect(kept).toEqual(counted)
+          // The group's figures are spread over shards: records of one lesson, never more than its shards.
+          const shards = yield* records.list(tenant, LESSON_PROGRESS_FIGURES.type, {
+            where: [{ field: "lesson_id", op: "eq", value: "les_a" }], sort: byId, limit: 100
+          })
+          expect(shards.length).toBeGreaterThan(0)
+          expect(shards.length).toBeLessThanOrEqual(LESSON_PROGRESS_FIGURES.shards)
         }))
     })
 

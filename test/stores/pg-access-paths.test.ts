@@ -36,13 +36,13 @@ import { ephemeralKeys, makeNodeCrypto } from "@syllabus/http"
 import { Context, Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
 import {
-  accessPathIndexes,
   listStatement,
   pgLayer,
   pruneStatement,
   scanStatement
 } from "../../packages/pg/src/index.js"
 import { freshPgDatabase } from "../support/pg.js"
+import { indexOf, planOf } from "../support/pg-plans.js"
 
 class TestDatabase extends Context.Tag("test/TestDatabase")<TestDatabase, { readonly url: string }>() {}
 
@@ -156,32 +156,6 @@ const machineryQuery = (definition: ResourceDefinition, input: Partial<ListInput
 // ---------------------------------------------------------------------------------------
 // Plans
 
-interface PlanNode {
-  readonly "Node Type": string
-  readonly "Relation Name"?: string
-  readonly "Index Name"?: string
-  readonly "Index Cond"?: string
-  readonly Filter?: string
-  readonly Plans?: ReadonlyArray<PlanNode>
-}
-
-const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
-
-const planOf = (statement: Statement<unknown>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>`EXPLAIN (FORMAT JSON) ${statement}`
-    const plan = rows[0]!["QUERY PLAN"][0]!.Plan
-    const nodes = nodesOf(plan)
-    return {
-      seqScans: nodes.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "records").length,
-      indexes: nodes.flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])),
-      nodes,
-      text: JSON.stringify(plan)
-    }
-  })
-
-const indexOf = (path: AccessPath): string => accessPathIndexes([path])[0]!.name
 
 /** The index of an ordered path of a resource: its parents and `deleted`, then `equals`, then `order` and `id`. */
 const resourcePath = (

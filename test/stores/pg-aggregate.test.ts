@@ -3,14 +3,15 @@
  * reports run (`@syllabus/core` reports/reports.ts), `EXPLAIN` of the very statement the store
  * runs (`aggregateStatement`) must not scan `records` and must use the index of the path the
  * reports declare (`reportsAccessPaths`), on a tenant of thousands of records among others.
+ * The products and lessons reports read the figures kept for them (`reports/figures.ts`).
  */
 import { describe, expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { Statement } from "@effect/sql/Statement"
-import { type AccessPath, type AggregateQuery, listPath, Records, reportsAccessPaths, type Tenant } from "@syllabus/core"
+import { type AccessPath, type AggregateQuery, ENROLLMENT_FIGURES, LESSON_PROGRESS_FIGURES, listPath, Records, reportsAccessPaths, type Tenant } from "@syllabus/core"
 import { Context, Effect, Layer } from "effect"
-import { accessPathIndexes, aggregateStatement, pgLayer } from "../../packages/pg/src/index.js"
+import { aggregateStatement, pgLayer } from "../../packages/pg/src/index.js"
 import { freshPgDatabase } from "../support/pg.js"
+import { indexOf, planOf } from "../support/pg-plans.js"
 
 class TestDatabase extends Context.Tag("test/TestDatabase")<TestDatabase, { readonly url: string }>() {}
 
@@ -38,6 +39,8 @@ const rowOf = (type: string, i: number): Record<string, string | number | boolea
       return { user_id: `usr_${pad(i % 500)}`, product_id: product, points: 10 }
     case "enrollment":
       return { user_id: `usr_${pad(i)}`, product_id: product, status: i % 3 === 0 ? "canceled" : "active", progress_percent: i % 101, completed_at: null }
+    case "lesson_progress":
+      return { enrollment_id: `enr_${pad(i)}`, lesson_id: `les_${pad(i % PRODUCTS)}`, status: i % 2 === 0 ? "completed" : "in_progress", percent: i % 2 === 0 ? 100 : i % 100 }
     case "exam_attempt":
       return { exam_id: `exm_${pad(i % PRODUCTS)}`, product_id: product, grade: i % 101, passed: i % 2 === 0, deleted: false }
     default:
@@ -45,29 +48,9 @@ const rowOf = (type: string, i: number): Record<string, string | number | boolea
   }
 }
 
-const types = ["point_entry", "enrollment", "exam_attempt", "certificate"] as const
+// Enrollments and progress keep their figures as they are written (the store's `keepingFigures`).
+const types = ["point_entry", "enrollment", "lesson_progress", "exam_attempt", "certificate"] as const
 
-interface PlanNode {
-  readonly "Node Type": string
-  readonly "Relation Name"?: string
-  readonly "Index Name"?: string
-  readonly Plans?: ReadonlyArray<PlanNode>
-}
-
-const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
-
-const planOf = (statement: Statement<unknown>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>`EXPLAIN (FORMAT JSON) ${statement}`
-    const nodes = nodesOf(rows[0]!["QUERY PLAN"][0]!.Plan)
-    return {
-      seqScans: nodes.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "records").length,
-      indexes: nodes.flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]]))
-    }
-  })
-
-const indexOf = (path: AccessPath): string => accessPathIndexes([path])[0]!.name
 
 const declared = (path: AccessPath): AccessPath => {
   const key = JSON.stringify(path)
@@ -91,18 +74,24 @@ const cases: ReadonlyArray<{ readonly name: string; readonly type: string; reado
     path: declared(listPath("point_entry", ["product_id"], [{ field: "user_id", kind: "text" }]))
   },
   {
-    name: "products: the enrollments of a page of products, by status",
-    type: "enrollment",
+    name: "products: the figures kept for the enrollments of a page of products, summed over their shards",
+    type: ENROLLMENT_FIGURES.type,
     query: {
       where: [{ field: "product_id", op: "in", values: [`prd_${pad(1)}`, `prd_${pad(2)}`] }],
       groupBy: ["product_id"],
-      measures: [
-        { kind: "count" },
-        { kind: "count", filter: [{ field: "status", op: "eq", value: "active" }] },
-        { kind: "avg", field: "progress_percent", filter: [{ field: "status", op: "in", values: ["active", "expired"] }] }
-      ]
+      measures: Object.keys(ENROLLMENT_FIGURES.measures).map((field) => ({ kind: "sum", field }) as const)
     },
-    path: declared(listPath("enrollment", ["product_id"], [{ field: "id", kind: "text" }]))
+    path: declared(listPath(ENROLLMENT_FIGURES.type, ["product_id"], [{ field: "id", kind: "text" }]))
+  },
+  {
+    name: "lessons: the figures kept for the progress of a page of lessons, summed over their shards",
+    type: LESSON_PROGRESS_FIGURES.type,
+    query: {
+      where: [{ field: "lesson_id", op: "in", values: [`les_${pad(1)}`, `les_${pad(2)}`, `les_${pad(3)}`] }],
+      groupBy: ["lesson_id"],
+      measures: Object.keys(LESSON_PROGRESS_FIGURES.measures).map((field) => ({ kind: "sum", field }) as const)
+    },
+    path: declared(listPath(LESSON_PROGRESS_FIGURES.type, ["lesson_id"], [{ field: "id", kind: "text" }]))
   },
   {
     name: "exams: the attempts of a page of exams",
@@ -144,7 +133,7 @@ layer(StoresLive, { excludeTestServices: true, timeout: "120 seconds" })("pg agg
           }
         }
         yield* sql`ANALYZE records`
-      }))
+      }), 180_000)
 
     for (const c of cases) {
       it.effect(c.name, () =>

@@ -7,6 +7,7 @@
 import {
   type AccountStatus,
   type BackgroundOptions,
+  type Mailer,
   environments,
   eventTypeCatalog,
   openAccount,
@@ -116,6 +117,8 @@ export interface HarnessOptions {
   readonly logLevel?: LogLevel.LogLevel
   /** The Node edge's limits (caps on unfinished requests, drain, timeouts); default `defaultEdgeLimits`. */
   readonly edge?: Partial<EdgeLimits>
+  /** Where the outbox's mail goes (e.g. `SmtpMailer` to a test's SMTP server); default `syllabusLayer`'s in-memory outbox. */
+  readonly mailer?: Layer.Layer<Mailer>
 }
 
 let keyCounter = 0
@@ -146,7 +149,8 @@ export const startHarness = async (
       rateLimits: options.rateLimits ?? "off",
       workers: options.workers ?? true,
       ...(options.background ? { background: options.background } : {}),
-      ...(options.settings ? { settings: options.settings } : {})
+      ...(options.settings ? { settings: options.settings } : {}),
+      ...(options.mailer ? { mailer: options.mailer } : {})
       // The workers forked while the layer is built must run on the operator's clock too.
     }).pipe(Layer.provide(runsOn)),
     runsOn

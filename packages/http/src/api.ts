@@ -27,6 +27,11 @@ import { enrollmentsRoutes } from "./routes/enrollments.js"
 import { examsRoutes } from "./routes/exams.js"
 import { gamificationRoutes } from "./routes/gamification.js"
 import { reportsRoutes } from "./routes/reports.js"
+import { emailRoutes } from "./routes/email.js"
+import { supportRoutes } from "./routes/support.js"
+import { questionsRoutes } from "./routes/questions.js"
+import { commentsRoutes } from "./routes/comments.js"
+import { legalRoutes } from "./routes/legal.js"
 
 const served: ReadonlyArray<Operation> = [
   ...credentialOperations,
@@ -43,6 +48,11 @@ const served: ReadonlyArray<Operation> = [
   ...examsRoutes,
   ...gamificationRoutes,
   ...reportsRoutes,
+  ...emailRoutes,
+  ...supportRoutes,
+  ...questionsRoutes,
+  ...commentsRoutes,
+  ...legalRoutes,
   ...uploadOperations,
   ...operationOperations,
   ...eventOperations,

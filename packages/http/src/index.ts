@@ -5,6 +5,8 @@ export { clientErrorHandler, defaultEdgeLimits, type EdgeLimits, type NodeEdge, 
 export { type SyllabusOptions, syllabusLayer } from "./layer.js"
 export { PdfCertificateRenderer, renderCertificatePdf } from "./certificate-renderer.js"
 export { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
+export { outcomeOfError, SmtpMailer, type SmtpOptions, type SmtpTls, smtpTransportOptions } from "./smtp-mailer.js"
+export { makeMemoryOutbox, MemoryMailer, type MemoryOutbox, type MemoryOutboxOptions } from "./memory-mailer.js"
 export { type CryptoKeys, ephemeralKeys, makeNodeCrypto, NodeCrypto } from "./node-crypto.js"
 export { defineOperation, type Operation, type Reply } from "./operation.js"
 export { openApiDocument } from "./openapi.js"

@@ -23,6 +23,8 @@ import {
   StorageUnavailable,
   type Tenant,
   webhookDeliveryWorker,
+  mailWorker,
+  Mailer,
   WebhookSender
 } from "@syllabus/core"
 import { Effect, Layer, Redacted, Stream } from "effect"
@@ -34,6 +36,7 @@ import { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.
 import { OAuthConfig } from "./oauth/app.js"
 import { joseAccessTokens } from "./oauth/grants.js"
 import { PdfCertificateRenderer } from "./certificate-renderer.js"
+import { MemoryMailer } from "./memory-mailer.js"
 
 export interface SyllabusOptions<E = never> {
   /** The record store: `MemoryStore` from `@syllabus/memory`, or `pgLayer(url)` from `@syllabus/pg`. */
@@ -75,6 +78,12 @@ export interface SyllabusOptions<E = never> {
   readonly allowLocalWebhooks?: boolean
   /** Draws certificates and their previews as PDF (default: `PdfCertificateRenderer`, on pdfkit). */
   readonly certificateRenderer?: Layer.Layer<CertificateRenderer>
+  /**
+   * Sends the outbox's mail (access emails, ticket reply notifications; docs/email.md):
+   * `SmtpMailer({ url | host…, from })` for a mail server, or `makeMemoryOutbox().layer` to
+   * read what was sent. Default: `MemoryMailer`, an in-memory outbox (nothing leaves the process).
+   */
+  readonly mailer?: Layer.Layer<Mailer>
 }
 
 const unavailable = Effect.fail(new StorageUnavailable({ cause: "no file storage configured" }))
@@ -86,6 +95,7 @@ export const NoFileStorage = Layer.succeed(FileStorage, {
   completeUpload: () => unavailable,
   abortUpload: () => unavailable,
   readObject: () => Stream.fail(new StorageUnavailable({ cause: "no file storage configured" })),
+  openObject: () => unavailable,
   deleteObject: () => unavailable
 })
 
@@ -124,6 +134,7 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     ReleaseCapabilityCatalog,
     ChangeSignals.live,
     options.certificateRenderer ?? PdfCertificateRenderer,
+    options.mailer ?? MemoryMailer,
     options.webhookSender ??
       (options.onWebhook ? CallbackWebhookSender(options.onWebhook) : NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true }))
   )
@@ -138,6 +149,7 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
             Effect.forkScoped(onBackgroundStore(worker).pipe(Effect.provideService(BackgroundBudget, budget)))
           yield* fork(operationsWorker())
           yield* fork(webhookDeliveryWorker())
+          yield* fork(mailWorker())
           yield* fork(housekeepingWorker())
         })
       )

@@ -57,15 +57,42 @@ const resourceTags: Readonly<Record<string, TagText>> = {
   enrollments: { description: "A user's access to a product (one active per user and product), its cancellation, expiry and per-lesson progress." },
   release_rules: { name: "Release rules", description: "When the modules and lessons of a product open to a learner (drip content): after enrollment, on a date, after a module." },
   exams: { description: "The exams of a product, linked to lessons through a lesson's exam_id, with their settings and counts." },
+  questions: {
+    name: "Lesson questions",
+    description: "Learners' questions on the lessons of a product: the queue awaiting a reply, moderation, pins (questions.reopen, questions.pin)."
+  },
+  question_replies: { name: "Lesson question replies", description: "The replies to a lesson question: the account's answers, drafts, and learners' follow-ups." },
+  comments: { description: "Learners' comments on lessons, their moderation (pending, approved, hidden) and one level of replies." },
   exam_questions: {
     name: "Exam questions",
     description: "The questions of an exam, their alternatives and order; the answer key only with exams.read_answer_key."
   },
   exam_attempts: { name: "Exam attempts", description: "Learners' completed attempts of an exam, graded against the answer key at submission." },
+  tickets: {
+    description: "Support tickets: a requester's conversation with the support desk (or a visitor's, anonymous), its status, department and product."
+  },
+  ticket_messages: { name: "Ticket messages", description: "The messages of a ticket, oldest first: the opening one and the replies; never edited nor removed." },
+  departments: { description: "The support desk's departments, in the help centre's order; tickets are routed to them." },
+  faqs: { name: "FAQs", description: "The help centre's frequently asked questions, in its order, optionally filed under a department." },
   gamification_rules: { name: "Gamification rules", description: "Rules that award points for what learners do (lessons completed, exams passed, …), in one product or in all." },
   points: { description: "A learner's points: the balance, and the ledger of the points each rule awarded, newest first." },
   reports: {
     description: "Reports computed by the store from the learning records (enrollments, exam attempts, certificates, points), and their catalog."
+  },
+  legal_terms: {
+    description: "The platform's legal term and each product's, versioned: a change of the text publishes a new version, which users must accept again."
+  },
+  legal_term_versions: { name: "Legal term versions", description: "Every published version of a legal term, exactly as published; never changed or removed." },
+  term_acceptances: {
+    description: "Users' acceptances of a version of a legal term, records of fact with their proof (IP address, user agent), shown only with legal_terms.read_proof."
+  },
+  access_emails: {
+    name: "Access emails",
+    description: "A user's access email, queued in the outbox and sent once through the mail server; the same email to the same address within 10 minutes is refused."
+  },
+  email_bounces: {
+    name: "Email bounces",
+    description: "Addresses the mail server refused for good: each blocks mail to its address until it is ignored."
   }
 }
 
@@ -92,11 +119,12 @@ const areaGroups: Readonly<Record<string, string>> = {
   Sandbox: "Platform",
   Service: "Platform",
   Learning: "Learning",
+  Legal: "Legal",
   Reports: "Learning"
 }
 
 /** The order of the groups in `x-tagGroups`: the order of §1. */
-const groupOrder = ["Catalog and content", "People", "Learning", "Support", "Sales", "Settings", "Access", "Integration", "Platform"]
+const groupOrder = ["Catalog and content", "People", "Learning", "Support", "Legal", "Sales", "Settings", "Access", "Integration", "Platform"]
 
 const humanize = (segment: string) => {
   const words = segment.replaceAll("_", " ")

@@ -240,7 +240,34 @@ const queryParameters = (operation: Operation, schemas: SchemaRegistry, componen
   })
 }
 
+/** The request headers of a download (`Operation.download`): the conditions and the range. */
+const downloadParameters: ReadonlyArray<Json> = [
+  {
+    name: "Range",
+    in: "header",
+    required: false,
+    description:
+      "One byte range: `bytes=<first>-<last>` (both included; a last past the end is cut at it), `bytes=<first>-` (to the end) or `bytes=-<n>` (the last n bytes): 206 with `Content-Range`. A range starting past the end (or `bytes=-0`) is 416. Several ranges, another unit or a malformed value are ignored: the whole file, 200.",
+    schema: { type: "string", examples: ["bytes=0-1023"] }
+  },
+  {
+    name: "If-None-Match",
+    in: "header",
+    required: false,
+    description: "ETags of a copy the client holds (or `*`): 304 without a body when the file's ETag is among them.",
+    schema: { type: "string" }
+  },
+  {
+    name: "If-Range",
+    in: "header",
+    required: false,
+    description: "With `Range`: the range holds only while the file's ETag is this one; otherwise (another ETag, or a date) the whole file, 200.",
+    schema: { type: "string" }
+  }
+]
+
 const headerParameters = (operation: Operation): Array<Json> => [
+  ...(operation.download === true ? downloadParameters : []),
   ...(operation.idempotency === "required" ? [ref("parameters", "IdempotencyKey")] : []),
   ...(operation.idempotency === "optional" ? [ref("parameters", "IdempotencyKeyOptional")] : []),
   ...(operation.ifMatch !== undefined ? [ref("parameters", "IfMatch")] : []),
@@ -362,6 +389,7 @@ const successResponse = (operation: Operation, deprecated: boolean, schemas: Sch
     ...(deprecated ? deprecationHeaders : [])
   ]
   const data = schema === undefined ? undefined : schemas.schema(schema, operation.id)
+  if (operation.download === true) return downloadResponses(operation, headerNames)
   const content: JsonMap | undefined =
     status === 204
       ? undefined
@@ -397,6 +425,67 @@ const successResponse = (operation: Operation, deprecated: boolean, schemas: Sch
   }
 }
 
+/** The headers of a file's bytes (206 adds `Content-Range`; 304 has the validators only). */
+const downloadHeaders = {
+  "Content-Length": { description: "Bytes in this answer: the file's size, or the range's.", schema: { type: "integer", minimum: 0 } },
+  ETag: { description: "The file's SHA-256 in quotes, a strong validator (a file's bytes never change): for `If-None-Match` and `If-Range`.", schema: { type: "string" } },
+  "Cache-Control": { description: "`private`: a browser may keep the bytes, a shared cache may not.", schema: { type: "string", enum: ["private"], "x-extensible": false } },
+  "Content-Disposition": {
+    description: "`attachment; filename=\"<ASCII fallback>\"; filename*=UTF-8''<percent-encoded name>` (RFC 6266, RFC 8187): the file's `filename`.",
+    schema: { type: "string" }
+  },
+  "Accept-Ranges": { description: "`bytes`: one byte range may be asked for with `Range`.", schema: { type: "string", enum: ["bytes"], "x-extensible": false } },
+  "X-Content-Type-Options": { description: "`nosniff`: the bytes are of the file's `content_type`, never guessed.", schema: { type: "string", enum: ["nosniff"], "x-extensible": false } }
+} as const
+
+const binaryContent = (description: string): JsonMap => ({
+  "application/octet-stream": {
+    schema: { type: "string", contentMediaType: "application/octet-stream", description },
+    example: "(the file's bytes)"
+  }
+})
+
+/** 200 (the whole file), 206 (one range) and 304 (the client's copy is current) of a download. */
+const downloadResponses = (operation: Operation, headerNames: ReadonlyArray<string>): JsonMap => {
+  const shared = headerRefs(headerNames)
+  const { "Content-Length": length, ETag, "Cache-Control": cache, "Content-Disposition": disposition, "Accept-Ranges": ranges, "X-Content-Type-Options": nosniff } = downloadHeaders
+  return {
+    [String(operation.success.status)]: {
+      description: operation.success.description,
+      headers: { ...shared, "Content-Length": length, ETag, "Cache-Control": cache, "Content-Disposition": disposition, "Accept-Ranges": ranges, "X-Content-Type-Options": nosniff },
+      content: binaryContent("The file's bytes; `Content-Type` is the file's `content_type`.")
+    },
+    "206": {
+      description: "One range of the file's bytes (`Range`).",
+      headers: {
+        ...shared,
+        "Content-Range": { description: "`bytes <first>-<last>/<size>`.", schema: { type: "string" } },
+        "Content-Length": length,
+        ETag,
+        "Cache-Control": cache,
+        "Content-Disposition": disposition,
+        "Accept-Ranges": ranges,
+        "X-Content-Type-Options": nosniff
+      },
+      content: binaryContent("The bytes of the range; `Content-Type` is the file's `content_type`.")
+    },
+    "304": {
+      description: "Not modified: the file's ETag is one `If-None-Match` names. No body.",
+      headers: { ...shared, ETag, "Cache-Control": cache }
+    }
+  }
+}
+
+/** The 416 of a download: a range past the end of the file. */
+const rangeNotSatisfiable = (examples: Examples): JsonMap => {
+  const response = errorResponse(416, ["http_error"], examples)
+  return {
+    ...response,
+    description: "Range not satisfiable: `http_error` (reason `range_not_satisfiable`), a `Range` starting past the end of the file.",
+    headers: { ...(response.headers as JsonMap), "Content-Range": { description: "`bytes */<size>`: the file's size.", schema: { type: "string" } } }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Error responses
 
@@ -412,6 +501,7 @@ const reasonPhrases: Readonly<Record<number, string>> = {
   412: "Precondition failed",
   413: "Payload too large",
   415: "Unsupported media type",
+  416: "Range not satisfiable",
   422: "Unprocessable content",
   429: "Too many requests",
   500: "Internal error",
@@ -459,7 +549,8 @@ const declaredStatus: Partial<Record<ErrorCode, number>> = { credential_revoked:
 /** The codes an operation can answer, by status: the pipeline's, those its declaration implies, and its own. */
 const errorCodesByStatus = (operation: Operation, deprecated: boolean): ReadonlyMap<number, ReadonlyArray<ErrorCode>> => {
   const implied: ReadonlyArray<ErrorCode> = [
-    ...pipelineErrors,
+    // A download answers whatever `Accept` says: never 406.
+    ...pipelineErrors.filter((code) => code !== "not_acceptable" || operation.download !== true),
     ...(operation.capability !== "authenticated" ? (["permission_denied"] as const) : []),
     // An array of the body over its maximum, alone, is 422 `too_many_items` (§8.2).
     ...(operation.body !== undefined ? (["too_many_items"] as const) : []),
@@ -617,7 +708,8 @@ const operationObject = (operation: Operation, deprecation: Deprecation | undefi
     ...(body !== undefined ? { requestBody: body } : {}),
     responses: {
       ...successResponse(operation, deprecated, built.schemas, built.examples),
-      ...Object.fromEntries([...errors].map(([status, codes]) => [String(status), built.errors.response(status, codes)]))
+      ...Object.fromEntries([...errors].map(([status, codes]) => [String(status), built.errors.response(status, codes)])),
+      ...(operation.download === true ? { "416": rangeNotSatisfiable(built.examples) } : {})
     },
     "x-required-capability": operation.capability,
     ...(operation.sandboxOnly ? { "x-sandbox-only": true } : {}),

@@ -19,9 +19,11 @@ export interface Reply {
   readonly showsSecretOnce?: boolean
   /**
    * A streamed answer instead of JSON (an operation with `produces`): the bytes as they come,
-   * for as long as the stream runs (Server-Sent Events). `body` is ignored.
+   * for as long as the stream runs (Server-Sent Events, a file's bytes). `body` is ignored. A
+   * stream that fails after the headers went out ends the answer short (the connection is
+   * closed: a client sees fewer bytes than `Content-Length`).
    */
-  readonly stream?: Stream.Stream<Uint8Array>
+  readonly stream?: Stream.Stream<Uint8Array, ApiError>
 }
 
 export interface HandlerInput<Q, B> {
@@ -32,6 +34,8 @@ export interface HandlerInput<Q, B> {
   readonly expectedRevision: number | undefined
   /** The request body as it arrives, for operations with `rawBody` (read it at most once). */
   readonly raw: Stream.Stream<Uint8Array, ApiError<"http_error">>
+  /** The request headers, names in lower case (for the conditions of a download: `Range`, `If-None-Match`, `If-Range`). */
+  readonly headers: Readonly<Record<string, string | undefined>>
 }
 
 /** Schema of a JSON value, for inputs decoded by the pipeline and documented in OpenAPI. */
@@ -70,6 +74,13 @@ export interface Operation<QS extends AnySchema = AnySchema, BS extends AnySchem
   readonly rawBody?: "application/octet-stream"
   /** The operation answers this media type instead of JSON (its errors stay JSON); `Accept` must allow it. */
   readonly produces?: "text/event-stream"
+  /**
+   * The operation answers a stored file's bytes (`Reply.stream`), in the file's own media type
+   * whatever `Accept` says (its errors stay JSON), with the headers its reply sets
+   * (`Content-Length`, `ETag`, `Cache-Control`…); also 206 for a range and 304 when the client's
+   * copy is current. The description documents a binary answer and those statuses.
+   */
+  readonly download?: true
   readonly idempotency: IdempotencyRule
   /**
    * Who opens the unit of work of a write: the pipeline (default: the whole handler and the

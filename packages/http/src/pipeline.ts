@@ -36,7 +36,7 @@ import {
 } from "@syllabus/core"
 import { HttpServerRequest } from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
+import { Cause, Clock, Effect, Either, Option, Schema, Stream } from "effect"
 import { within } from "./deadline.js"
 import { deprecationHeaders, deprecationOf } from "./deprecations.js"
 import { errorBody, languageHeaders } from "./envelope.js"
@@ -223,7 +223,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       state.operation = operation
 
       // 3. Content negotiation: JSON, or what the operation produces instead.
-      if (!accepts(request.headers["accept"], operation.produces ?? "application/json")) {
+      // A download answers the file's own type, whatever `Accept` says (as S3 and GCS do).
+      if (operation.download !== true && !accepts(request.headers["accept"], operation.produces ?? "application/json")) {
         return yield* Effect.fail(apiError("not_acceptable"))
       }
 
@@ -318,7 +319,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         const owner = route("GET", path.replace(/\/[^/]+\/?$/, ""))
         if (owner._tag === "Found") {
           yield* owner.operation
-            .handler({ path: owner.params, query: {}, body: {}, expectedRevision: undefined, raw: Stream.empty })
+            .handler({ path: owner.params, query: {}, body: {}, expectedRevision: undefined, raw: Stream.empty, headers: request.headers })
             .pipe(Effect.provideService(Caller, caller))
         }
         return { status: 200, body: null, headers: { "content-type": operation.produces, "cache-control": "no-store" } } satisfies Reply
@@ -327,7 +328,14 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       // 9. The use case: a write, its audit entry and its idempotency result in one unit of work.
       const handle = operation
         // The raw body stream is built only if the handler runs it (part uploads do).
-        .handler({ path: match.params, query, body: input, expectedRevision, raw: Stream.suspend(() => bodyStream(request, settings.partBodyTimeoutMs)) })
+        .handler({
+          path: match.params,
+          query,
+          body: input,
+          expectedRevision,
+          raw: Stream.suspend(() => bodyStream(request, settings.partBodyTimeoutMs)),
+          headers: request.headers
+        })
         .pipe(Effect.provideService(Caller, caller))
       if (!isWrite(operation.method)) return yield* handle
       // A handler that owns its units of work (it also talks to file storage, which no
@@ -517,7 +525,13 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       ...(state.replayed ? { "idempotent-replayed": "true" } : {})
     }
     if (stream !== undefined && status < 300) {
-      return HttpServerResponse.stream(stream, { status, headers: { ...headers, "cache-control": "no-store" }, contentType: state.operation?.produces ?? "application/octet-stream" })
+      // A download's reply sets its own type, length and caching; an event stream is never cached.
+      const download = state.operation?.download === true
+      const streamed = download ? headers : { ...headers, "cache-control": "no-store" }
+      // HEAD: the headers GET would have (`Content-Length` included), and the stream is never run.
+      if (request.method === "HEAD") return HttpServerResponse.empty({ status, headers: streamed })
+      const contentType = (download ? headers["content-type"] : undefined) ?? state.operation?.produces ?? "application/octet-stream"
+      return HttpServerResponse.stream(closingOnFailure(request, stream), { status, headers: streamed, contentType })
     }
     if (request.method === "HEAD") return headResponse(status, headers, body)
     if (body === null) return HttpServerResponse.empty({ status, headers })
@@ -534,6 +548,20 @@ const headResponse = (status: number, headers: Record<string, string>, body: Jso
   const length = Buffer.byteLength(JSON.stringify(body), "utf8")
   return HttpServerResponse.empty({ status, headers: { ...headers, "content-type": "application/json", "content-length": String(length) } })
 }
+
+/**
+ * A streamed answer that fails after its headers went out (file storage lost mid-read) cannot
+ * say so any more: the connection is closed, so that the client sees a short body (fewer bytes
+ * than `Content-Length`) instead of a reply that looks whole, and the failure is logged.
+ */
+const closingOnFailure = (request: HttpServerRequest, stream: Stream.Stream<Uint8Array, ApiError>) =>
+  Stream.tapErrorCause(stream, (cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.void
+      : Effect.zipRight(
+        Effect.logError("streamed answer failed", cause),
+        Effect.sync(() => (request.source as { socket?: { destroy?: () => void } } | undefined)?.socket?.destroy?.())
+      ))
 
 const asApiError = (error: unknown): ApiError =>
   typeof error === "object" && error !== null && (error as { _tag?: string })._tag === "ApiError"

@@ -248,7 +248,10 @@ export const FileSchema = Schema.Struct({
   size: Schema.Int,
   content_type: Schema.String,
   sha256: Schema.String,
-  created_at: Timestamp
+  created_at: Timestamp,
+  expires_at: Schema.NullOr(Timestamp).annotations({
+    description: "When the file goes (404 from then on; its bytes are removed): 24 hours after it was made for a `certificate_preview`, `null` for an uploaded file, which stays."
+  })
 }).annotations({ identifier: "File" })
 
 const OperationError = Schema.Struct({

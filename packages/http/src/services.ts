@@ -11,6 +11,7 @@ import type {
   FileStorage,
   Idempotency,
   Ids,
+  Mailer,
   OperationKinds,
   RateLimitConfig,
   RateLimitStore,
@@ -34,6 +35,7 @@ export type AppServices =
   | OperationKinds
   | CapabilityCatalog
   | CertificateRenderer
+  | Mailer
 
 export const RELEASE = "3.4.7"
 

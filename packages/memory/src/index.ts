@@ -3,7 +3,7 @@
  * State lives as long as the layer; every build starts empty.
  */
 import { Context, Effect, Layer } from "effect"
-import { type AccessPath, accessPaths, Idempotency, RateLimitStore, Records, UnitOfWork } from "@syllabus/core"
+import { type AccessPath, accessPaths, Idempotency, keepingFigures, keptFigures, RateLimitStore, Records, UnitOfWork } from "@syllabus/core"
 import { indexesOfPath } from "./bucket.js"
 import { makeIdempotency } from "./idempotency.js"
 import { makeRateLimitStore } from "./rate-limit.js"
@@ -25,7 +25,8 @@ export const memoryStore = (
   Layer.scopedContext(Effect.gen(function* () {
     const store = yield* makeStore(paths.flatMap((path) => indexesOfPath(path).map((spec) => ({ type: path.type, spec }))))
     const rateLimits = yield* makeRateLimitStore
-    return Context.make(Records, makeRecords(store)).pipe(
+    // Every write of a counted type keeps its figures (core's `keptFigures()`), in its unit of work.
+    return Context.make(Records, keepingFigures(makeRecords(store), store.transaction, keptFigures())).pipe(
       Context.add(UnitOfWork, UnitOfWork.of({ transaction: store.transaction })),
       Context.add(Idempotency, makeIdempotency(store)),
       Context.add(RateLimitStore, rateLimits)

@@ -1,6 +1,7 @@
 import { Effect, Either, HashMap } from "effect"
 import {
   type AggregateQuery,
+  type Json,
   type JsonObject,
   type ListQuery,
   Records,
@@ -183,6 +184,35 @@ export const makeRecords = (store: Store): Records["Type"] => {
     })
   })
 
+  const increment = Effect.fnUntraced(function* (
+    tenant: Tenant,
+    type: string,
+    id: string,
+    fields: JsonObject,
+    deltas: Readonly<Record<string, number>>
+  ) {
+    return yield* store.modify<void, never>(tenant, type, (bucket, globals) => {
+      const current = lookup(bucket, id)
+      const data: Record<string, Json> = { ...(current?.record.data ?? fields) }
+      for (const [name, delta] of Object.entries(deltas)) {
+        const value = data[name]
+        data[name] = (typeof value === "number" ? value : 0) + delta
+      }
+      const entry: Entry = frozenCopy({
+        record: {
+          type,
+          id,
+          tenant: { accountId: tenant.accountId, environment: tenant.environment },
+          revision: (current?.record.revision ?? 0) + 1,
+          data
+        },
+        uniques: current?.uniques ?? []
+      })
+      moveGlobals(globals, type, current, entry)
+      return Either.right([undefined, putEntry(bucket, entry, current, globalKeyOf(type))] as const)
+    })
+  })
+
   /** The index a read asks for: one the type keeps already if one serves it (`pathOf`). */
   const indexFor = (type: string, where: ReadonlyArray<Where>, sort: Query.SortKey) =>
     pathOf(where, sort, (spec) => store.knows(type, spec))
@@ -287,5 +317,5 @@ export const makeRecords = (store: Store): Records["Type"] => {
     return removed
   })
 
-  return Records.of({ get, getMany, findUnique, insert, insertMany, update, remove, list, count, aggregate, scan, purge, prune })
+  return Records.of({ get, getMany, findUnique, insert, insertMany, update, remove, increment, list, count, aggregate, scan, purge, prune })
 }

@@ -23,7 +23,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { type AccessPath, accessPaths } from "@syllabus/core"
+import { type AccessPath, accessPaths, type SortSpec, type Where } from "@syllabus/core"
 import { Effect } from "effect"
 import { jsonExpr, orderExpr, searchExpr, typeCondition } from "./expressions.js"
 
@@ -95,6 +95,60 @@ export const accessPathIndexes = (paths: ReadonlyArray<AccessPath> = accessPaths
     byName.set(name, { name, definition })
   }
   return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+}
+
+/** The most values of an `in` read one page each (`pagedIn`); more are one `= ANY` read. */
+export const maxPagedValues = 100
+
+/** The distinct values of an `in`, in the order given. */
+export const distinctValues = (values: ReadonlyArray<string>): ReadonlyArray<string> => [...new Set(values)]
+
+/** The release's ordered paths of a tenant's lists, by type (computed once). */
+let listPathsByType: ReadonlyMap<string, ReadonlyArray<Extract<AccessPath, { kind: "ordered" }>>> | undefined
+const listPathsOf = (type: string) => {
+  if (listPathsByType === undefined) {
+    const byType = new Map<string, Array<Extract<AccessPath, { kind: "ordered" }>>>()
+    for (const path of accessPaths()) {
+      if (path.kind !== "ordered" || path.scope !== "tenant") continue
+      byType.set(path.type, [...(byType.get(path.type) ?? []), path])
+    }
+    listPathsByType = byType
+  }
+  return listPathsByType.get(type) ?? []
+}
+
+/**
+ * The `in` of a tenant's list that the PostgreSQL store reads as one page per value
+ * (`Records.list`, records.ts), or `undefined`: an `in` of 2 to `maxPagedValues` distinct values
+ * on a field that an ordered path of the type (the release's, `accessPaths()`) holds as an
+ * equality column, when that path's index gives the list's order once its value is fixed: its
+ * other equality columns each have an equality in `where` (`eq`, or an `in` of one value) and
+ * its order starts with the sort's field, of the sort's kind. PostgreSQL 15 reads
+ * `field = ANY(…)` on such a column unordered (every matching row, then a sort); with the value
+ * fixed, each page is an index scan that stops at the page. The first such `in` of `where`.
+ */
+export const pagedIn = (
+  type: string,
+  where: ReadonlyArray<Where>,
+  sort: Pick<SortSpec, "field" | "kind">
+): { readonly index: number; readonly field: string; readonly values: ReadonlyArray<string> } | undefined => {
+  const candidates = listPathsOf(type)
+  const fixed = (field: string) =>
+    where.some((w) => w.field === field && (w.op === "eq" || (w.op === "in" && distinctValues(w.values).length === 1)))
+  const inOrder = (path: Extract<AccessPath, { kind: "ordered" }>) => {
+    const first = path.order[0]
+    return first !== undefined && first.field === sort.field && (sort.field === "id" || first.kind === sort.kind)
+  }
+  for (const [index, w] of where.entries()) {
+    if (w.op !== "in") continue
+    const values = distinctValues(w.values)
+    if (values.length < 2 || values.length > maxPagedValues) continue
+    const served = candidates.some((path) =>
+      path.equals.includes(w.field) && inOrder(path) && path.equals.every((field) => field === w.field || fixed(field))
+    )
+    if (served) return { index, field: w.field, values }
+  }
+  return undefined
 }
 
 /**

@@ -24,6 +24,7 @@ import {
   type Where
 } from "@syllabus/core"
 import { type Context, Effect } from "effect"
+import { distinctValues, pagedIn } from "./access-paths.js"
 import { groupKeyExpr, isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
 import { type Pg, tenantOf, toNumber } from "./internal.js"
 
@@ -76,13 +77,16 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
       case "eq":
         // A missing field is JSON null (the expression), so `null` matches missing and null.
         return sql`(${json(where.field)} = ${JSON.stringify(where.value)}::jsonb)`
-      case "in":
+      case "in": {
         // One value is an equality: PostgreSQL 15 reads `= ANY(…)` on an index's inner column
         // unordered, so a page would read every match and sort them (docs/benchmarks.md,
-        // "Learning at scale"); `=` walks the index in the page's order.
-        return where.values.length === 1
-          ? sql`(${json(where.field)} = ${JSON.stringify(where.values[0])}::jsonb)`
-          : sql`(${json(where.field)} = ANY(${where.values.map((value) => JSON.stringify(value))}::jsonb[]))`
+        // "Learning at scale"); `=` walks the index in the page's order. A list reads several
+        // values one page each (`list`, `pagedIn`).
+        const values = distinctValues(where.values)
+        return values.length === 1
+          ? sql`(${json(where.field)} = ${JSON.stringify(values[0])}::jsonb)`
+          : sql`(${json(where.field)} = ANY(${values.map((value) => JSON.stringify(value))}::jsonb[]))`
+      }
       case "contains":
         // LIKE on lower() with the value's `%`, `_` and `\` escaped: a plain substring, as
         // strpos would find it, in a form the trigram index answers.
@@ -147,26 +151,41 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
   }
 
   /**
-   * The page `Records.list` reads. After a position that leaves two ranges, each range is a
-   * page of its own (an index seek, at most `limit` rows) and the page is the first `limit`
-   * rows of both, in order.
+   * The page `Records.list` reads, from ordered pages of at most `limit` rows, each an index
+   * scan that stops at its page:
+   * - after a position that leaves two ranges (`afterRanges`), each range is a page of its own;
+   * - an `in` of several values on an equality column of a path that gives the sort's order
+   *   (`pagedIn`) is a page per value (`field = value`, with the position's ranges): `= ANY(…)`
+   *   there would read every matching row and sort them. The values are a parameter joined
+   *   LATERAL to the page: one plan, whose index scan runs once per value (a `UNION ALL` of a
+   *   page per value would be planned once per value, which costs more than the read).
+   * Several pages are merged: the first `limit` rows of them, in order (at most
+   * values × ranges × limit rows, each page ordered already).
    */
   const list = (tenant: Tenant, type: string, query: ListQuery): Statement<RecordRow> => {
-    const base = filter(tenant, type, query.where)
     const limit = Math.max(0, Math.floor(query.limit))
+    const paged = pagedIn(type, query.where, query.sort)
+    const base = paged === undefined
+      ? filter(tenant, type, query.where)
+      : sql.and([filter(tenant, type, query.where.filter((_, i) => i !== paged.index)), sql`(${json(paged.field)} = v.value)`])
     const ranges = query.after === undefined ? [undefined] : afterRanges(query.sort, query.after)
     const page = (range: Fragment | undefined, extra: Fragment) => sql`
       SELECT ${columns}${extra} FROM records
       WHERE ${range === undefined ? base : sql.and([base, range])}
       ORDER BY ${orderBy(query.sort)}
       LIMIT ${limit}`
-    if (ranges.length === 1) return sql<RecordRow>`${page(ranges[0], sql``)}`
-    // Two ranges: `k` is the sort value, to order the union by (the ranges are ordered already:
-    // the sort is of at most 2 × limit rows).
+    if (paged === undefined && ranges.length === 1) return sql<RecordRow>`${page(ranges[0], sql``)}`
+    // `k` is the sort value, to order the pages' rows by.
+    const k = sql`, ${sortValue(query.sort)} AS k`
     const ordered = sql`k ${sql.literal(query.sort.direction === "asc" ? "ASC NULLS FIRST, id ASC" : "DESC NULLS LAST, id DESC")}`
-    const parts = ranges.map((range) => sql`(${page(range, sql`, ${sortValue(query.sort)} AS k`)})`)
+    const pages = ranges.length === 1
+      ? page(ranges[0], k)
+      : sql.join(" UNION ALL ", false)(ranges.map((range) => sql`(${page(range, k)})`))
+    const from = paged === undefined
+      ? sql`(${pages}) AS page`
+      : sql`unnest(${paged.values.map((value) => JSON.stringify(value))}::jsonb[]) AS v(value) CROSS JOIN LATERAL (${pages}) AS page`
     return sql<RecordRow>`
-      SELECT ${columns} FROM (${sql.join(" UNION ALL ", false)(parts)}) AS page
+      SELECT ${columns} FROM ${from}
       ORDER BY ${ordered}
       LIMIT ${limit}`
   }
@@ -492,6 +511,21 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     )
   })
 
+  // One upsert: the row lock makes concurrent increments of a record wait on each other, and
+  // each adds to what the one before it committed (numbers as `numeric`: exact sums).
+  const increment = (tenant: Tenant, type: string, id: string, fields: JsonObject, deltas: Readonly<Record<string, number>>) =>
+    sql`
+      INSERT INTO records (account_id, environment, type, id, revision, data)
+      VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(fields)}::jsonb || ${JSON.stringify(deltas)}::jsonb)
+      ON CONFLICT (account_id, environment, type, id) DO UPDATE SET
+        revision = records.revision + 1,
+        data = records.data || (
+          SELECT jsonb_object_agg(delta.key, COALESCE(
+            CASE WHEN jsonb_typeof(records.data -> delta.key) = 'number' THEN (records.data ->> delta.key)::numeric END, 0
+          ) + delta.value::numeric)
+          FROM jsonb_each_text(${JSON.stringify(deltas)}::jsonb) AS delta
+        )`.pipe(unavailable, Effect.asVoid)
+
   const remove = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
     // Its keys go with it (ON DELETE CASCADE).
     const rows = yield* unavailable(sql`DELETE FROM records WHERE ${recordKey(tenant, type, id)} RETURNING id`)
@@ -570,5 +604,5 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  return { get, getMany, findUnique, insert, insertMany, update, remove, list, count, aggregate, scan, purge, prune }
+  return { get, getMany, findUnique, insert, insertMany, update, remove, increment, list, count, aggregate, scan, purge, prune }
 }

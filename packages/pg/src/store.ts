@@ -1,6 +1,6 @@
 /** The store ports on one `SqlClient`: the PostgreSQL adapter of `@syllabus/core`. */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Idempotency, RateLimitStore, Records, StoreUnavailable, UnitOfWork } from "@syllabus/core"
+import { Idempotency, keepingFigures, keptFigures, RateLimitStore, Records, StoreUnavailable, UnitOfWork } from "@syllabus/core"
 import { Clock, Context, Effect, Exit, Layer, Option, Random } from "effect"
 import { makeIdempotency } from "./idempotency.js"
 import { makePg, type Pg, shouldRetry, type UnitState } from "./internal.js"
@@ -78,10 +78,13 @@ const makeUnitOfWork = ({ serializable, transaction, unit }: Pg): Context.Tag.Se
  */
 export const PgStore: Layer.Layer<Records | UnitOfWork | Idempotency | RateLimitStore, never, SqlClient.SqlClient> =
   Layer.scopedContext(
-    Effect.map(makePg, (pg) =>
-      Context.make(Records, makeRecords(pg)).pipe(
-        Context.add(UnitOfWork, makeUnitOfWork(pg)),
+    Effect.map(makePg, (pg) => {
+      const unitOfWork = makeUnitOfWork(pg)
+      // Every write of a counted type keeps its figures (core's `keptFigures()`), in its unit of work.
+      return Context.make(Records, keepingFigures(makeRecords(pg), unitOfWork.transaction, keptFigures())).pipe(
+        Context.add(UnitOfWork, unitOfWork),
         Context.add(Idempotency, makeIdempotency(pg)),
         Context.add(RateLimitStore, makeRateLimitStore(pg))
-      ))
+      )
+    })
   )

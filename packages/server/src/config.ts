@@ -30,7 +30,16 @@ export const ServerConfig = Config.all({
   maxUnfinishedPerOrigin: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS_PER_ORIGIN")),
   headersTimeoutMs: Config.option(Config.integer("HEADERS_TIMEOUT_MS")),
   bodyTimeoutMs: Config.option(Config.integer("BODY_TIMEOUT_MS")),
-  partBodyTimeoutMs: Config.option(Config.integer("PART_BODY_TIMEOUT_MS"))
+  partBodyTimeoutMs: Config.option(Config.integer("PART_BODY_TIMEOUT_MS")),
+  /** Mail (docs/email.md): an SMTP server by URL or by host; neither keeps mail in memory. */
+  smtpUrl: Config.option(Config.redacted("SMTP_URL")),
+  smtpHost: Config.option(Config.string("SMTP_HOST")),
+  smtpPort: Config.option(Config.integer("SMTP_PORT")),
+  smtpTls: Config.option(Config.literal("implicit", "starttls", "opportunistic", "off")("SMTP_TLS")),
+  smtpUser: Config.option(Config.string("SMTP_USER")),
+  smtpPassword: Config.option(Config.redacted("SMTP_PASSWORD")),
+  smtpFrom: Config.string("SMTP_FROM").pipe(Config.withDefault("Syllabus <no-reply@localhost>")),
+  smtpTimeoutMs: Config.option(Config.integer("SMTP_TIMEOUT_MS"))
 })
 
 export type ServerConfig = Config.Config.Success<typeof ServerConfig>
@@ -70,3 +79,19 @@ export const configuredKeys = (config: ServerConfig) =>
     : undefined
 
 export { Redacted }
+
+/** The SMTP options of `SmtpMailer`, when `SMTP_URL` or `SMTP_HOST` is set; else undefined (mail stays in memory). */
+export const smtpOptionsOf = (config: ServerConfig) => {
+  if (Option.isNone(config.smtpUrl) && Option.isNone(config.smtpHost)) return undefined
+  const some = <A>(o: Option.Option<A>): A | undefined => Option.getOrUndefined(o)
+  return {
+    url: some(config.smtpUrl),
+    host: some(config.smtpHost),
+    port: some(config.smtpPort),
+    tls: some(config.smtpTls),
+    user: some(config.smtpUser),
+    password: some(config.smtpPassword),
+    from: config.smtpFrom,
+    timeoutMs: some(config.smtpTimeoutMs)
+  }
+}

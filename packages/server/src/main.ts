@@ -9,7 +9,7 @@
  * The two commands write to the database of DATABASE_URL: without one they refuse (an account
  * opened in memory would vanish with the command, its printed secrets with it).
  */
-import { type EdgeLimits, jsonLinesTo, makeNodeEdge, syllabusLayer } from "@syllabus/http"
+import { type EdgeLimits, jsonLinesTo, makeNodeEdge, SmtpMailer, syllabusLayer } from "@syllabus/http"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
@@ -24,7 +24,7 @@ import {
   openAccountFrom,
   passwordProblem
 } from "./accounts.js"
-import { configuredKeys, deadlineSettingsOf, ServerConfig } from "./config.js"
+import { configuredKeys, deadlineSettingsOf, ServerConfig, smtpOptionsOf } from "./config.js"
 import { fileStorageLayer, storeLayer } from "./store.js"
 
 const { values, positionals } = parseArgs({
@@ -43,12 +43,16 @@ const program = Effect.gen(function* () {
   const config = yield* ServerConfig
   const store = storeLayer(config)
   const keys = configuredKeys(config)
+  // Mail goes to the SMTP server of SMTP_URL / SMTP_HOST; without one it stays in memory (docs/email.md).
+  const smtp = smtpOptionsOf(config)
+  if (smtp === undefined) yield* Effect.logInfo("mail: no SMTP_URL or SMTP_HOST set, the outbox keeps mail in memory")
   const services = syllabusLayer({
     store: store.layer,
     storage: fileStorageLayer(config),
     ...(keys ? { keys } : {}),
     rateLimits: config.rateLimits,
     allowLocalWebhooks: config.allowLocalWebhooks,
+    ...(smtp ? { mailer: SmtpMailer(smtp) } : {}),
     settings: {
       docsUrl: config.docsUrl,
       traceRequests: config.traceRequests,

@@ -82,8 +82,12 @@ const streamToFile = <E, E2>(
 const moveInto = (from: string, to: string) =>
   attempt(() => fs.rename(from, to)).pipe(Effect.onError(() => removeQuietly(from)))
 
-const readFileStream = (file: string, onError: (error: unknown) => StorageUnavailable) =>
-  NodeStream.fromReadable<StorageUnavailable, Uint8Array>(() => createReadStream(file), onError)
+/** A file's bytes, or those from `start` to `end` (both included: the read stream seeks, reading nothing before). */
+const readFileStream = (file: string, onError: (error: unknown) => StorageUnavailable, range?: { readonly start: number; readonly end: number }) =>
+  NodeStream.fromReadable<StorageUnavailable, Uint8Array>(
+    () => createReadStream(file, range === undefined ? {} : { start: range.start, end: range.end }),
+    onError
+  )
 
 export const makeLocalFileStorage = (options: LocalFileStorageOptions): FileStorage["Type"] => {
   const root = path.resolve(options.directory)
@@ -231,6 +235,23 @@ export const makeLocalFileStorage = (options: LocalFileStorageOptions): FileStor
           readFileStream(objectFile(key), (error) => (isMissing(error) ? noSuchObject(key) : unavailable(error)))
         )
       ),
+
+    // A stat says whether the object is there and its size; the stream opens the file when it
+    // runs (an object removed in between fails it, as a storage that failed mid-read would).
+    openObject: (key, range) =>
+      Effect.gen(function* () {
+        yield* checkKey(key)
+        const file = objectFile(key)
+        const stats = yield* Effect.tryPromise({ try: () => fs.stat(file), catch: (error) => error }).pipe(
+          Effect.map(Option.some),
+          Effect.catchAll((error) => (isMissing(error) ? Effect.succeedNone : Effect.fail(unavailable(error))))
+        )
+        if (Option.isNone(stats) || !stats.value.isFile()) return Option.none()
+        const size = stats.value.size
+        const bounds = range === undefined ? undefined : { start: range.start, end: Math.min(range.end, size - 1) }
+        const stream = readFileStream(file, (error) => (isMissing(error) ? noSuchObject(key) : unavailable(error)), bounds)
+        return Option.some({ size, stream })
+      }),
 
     deleteObject: (key) =>
       Effect.zipRight(

@@ -5,7 +5,7 @@
  * upload completed answers the same object when completed again, until it is aborted.
  */
 import { randomUUID } from "node:crypto"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import { FileStorage, SNIFF_BYTES, type StoredObject, type StoredPart } from "@syllabus/core"
 import { checkKey, checkPartNumber, checkUploadId, noSuchObject, noSuchUpload, objectMeter, partMeter, partMismatch } from "./common.js"
 
@@ -17,6 +17,18 @@ interface Bytes {
 interface Upload {
   readonly key: string
   readonly parts: Map<number, Bytes>
+}
+
+/** The parts of `chunks` between the offsets `start` and `end` (both included), lazily. */
+function* slices(chunks: ReadonlyArray<Uint8Array>, start: number, end: number): Generator<Uint8Array> {
+  let offset = 0
+  for (const chunk of chunks) {
+    const from = Math.max(start - offset, 0)
+    const to = Math.min(end + 1 - offset, chunk.length)
+    if (from < to) yield chunk.subarray(from, to)
+    offset += chunk.length
+    if (offset > end) return
+  }
 }
 
 export const makeMemoryFileStorage: Effect.Effect<FileStorage["Type"]> = Effect.sync(() => {
@@ -107,6 +119,20 @@ export const makeMemoryFileStorage: Effect.Effect<FileStorage["Type"]> = Effect.
               : Effect.succeed(Stream.fromIterable(object.chunks))
           })
         )
+      ),
+
+    // The chunks found now are read, even if the object is deleted meanwhile (a file opened
+    // on disk reads on after it is unlinked); only the chunks that overlap the range are sent.
+    openObject: (key, range) =>
+      Effect.zipRight(
+        checkKey(key),
+        Effect.sync(() => {
+          const object = objects.get(key)
+          if (object === undefined) return Option.none()
+          const start = range?.start ?? 0
+          const end = Math.min(range?.end ?? object.size - 1, object.size - 1)
+          return Option.some({ size: object.size, stream: Stream.suspend(() => Stream.fromIterable(slices(object.chunks, start, end))) })
+        })
       ),
 
     deleteObject: (key) => Effect.zipRight(checkKey(key), Effect.sync(() => void objects.delete(key)))

@@ -76,6 +76,7 @@ export const withFaults = <E>(store: Layer.Layer<StoreServices, E>, failing: Rea
         insertMany: r(records.insertMany),
         update: r(records.update),
         remove: r(records.remove),
+        increment: r(records.increment),
         list: r(records.list),
         count: r(records.count),
         aggregate: r(records.aggregate),
@@ -116,6 +117,7 @@ export const storageWithFaults = (storage: Layer.Layer<FileStorage>, failing: Re
         completeUpload: (key, uploadId, parts) => guard(() => inner.completeUpload(key, uploadId, parts)),
         abortUpload: (key, uploadId) => guard(() => inner.abortUpload(key, uploadId)),
         readObject: (key) => inner.readObject(key),
+        openObject: (key, range) => guard(() => inner.openObject(key, range)),
         deleteObject: (key) => guard(() => inner.deleteObject(key))
       }
     })

@@ -37,7 +37,11 @@ export const fixtureKinds = {
   learner: "usr",
   enrollment: "enr",
   release_rule: "rrl",
-  gamification_rule: "gmr"
+  gamification_rule: "gmr",
+  ticket: "tkt",
+  ticket_message: "tkm",
+  department: "dpt",
+  faq: "faq"
 } as const
 
 export type FixtureKind = keyof typeof fixtureKinds
@@ -48,7 +52,7 @@ export type Fixtures = Readonly<Record<FixtureKind, string>>
 export const allPrefixes = [
   "prd", "mod", "les", "exm", "exq", "qst", "tax", "ttm", "dlv", "usr", "whk", "whd", "wha", "shw", "bnr", "tag", "cfd",
   "adm", "enr", "tkt", "cmt", "dpt", "faq", "gtw", "sev", "crd", "op", "opi", "evt", "evs", "fil", "upl", "req", "aud",
-  "lgt", "tac", "dom", "rpl", "pln", "nav", "att", "acc", "rst", "crt", "exa", "alt", "rrl", "lpr", "gmr", "pte"
+  "lgt", "tac", "dom", "rpl", "pln", "nav", "att", "acc", "rst", "crt", "exa", "alt", "rrl", "lpr", "gmr", "pte", "tkm"
 ] as const
 
 /** The fixture a path parameter names, by the parameter's name. */
@@ -78,7 +82,11 @@ export const pathParamFixture: Readonly<Record<string, FixtureKind>> = {
   exam_attempt_id: "exam_attempt",
   enrollment_id: "enrollment",
   release_rule_id: "release_rule",
-  gamification_rule_id: "gamification_rule"
+  gamification_rule_id: "gamification_rule",
+  ticket_id: "ticket",
+  ticket_message_id: "ticket_message",
+  department_id: "department",
+  faq_id: "faq"
 }
 
 /** The fixture a body field (or query filter) holding a public ID names, by the field's name. */
@@ -87,7 +95,7 @@ export const fieldFixture = (operationId: string, name: string | undefined): Fix
   if (operationId === "exam_attempts.create" && name === "user_id") return "learner"
   if (name === "ids") {
     return (
-      ({ "banners.order.put": "banner", "products.order.replace": "product", "lessons.terms.replace": "taxonomy_term", "users.tags.replace": "tag", "exam_questions.order.replace": "exam_question" } as const)[
+      ({ "banners.order.put": "banner", "products.order.replace": "product", "lessons.terms.replace": "taxonomy_term", "users.tags.replace": "tag", "exam_questions.order.replace": "exam_question", "departments.order.replace": "department", "faqs.order.replace": "faq" } as const)[
         operationId
       ] ?? undefined
     )
@@ -111,6 +119,7 @@ export const fieldFixture = (operationId: string, name: string | undefined): Fix
     user_id: "user",
     exam_id: "exam",
     exam_question_id: "exam_question",
+    department_id: "department",
     alternative_ids: "exam_alternative",
     file: "file",
     image: "file",
@@ -191,6 +200,11 @@ export const makeFixtures = async (h: Harness, tag: string): Promise<Fixtures> =
   await create("release_rule", `/products/${product}/release-rules`, { target: { kind: "module", id: module }, kind: "after_enrollment", days: 1 })
   // A gamification rule of the product (the ledger has no fixture: only the platform writes entries).
   await create("gamification_rule", "/gamification/rules", { name: "Fuzz rule", trigger: "lesson_completed", points: 10, product_id: product })
+  // The support desk: a department, an FAQ, and a ticket of the user with its opening message.
+  const department = await create("department", "/support/departments", { name: "Fuzz department" })
+  await create("faq", "/support/faqs", { question: "Fuzz question?", answer: "Fuzz answer", department_id: department })
+  const ticket = await create("ticket", "/support/tickets", { subject: "Fuzz ticket", user_id: made.user, message: { text: "Fuzz" }, department_id: department, product_id: product })
+  await create("ticket_message", `/support/tickets/${ticket}/messages`, { text: "Fuzz reply" })
   for (const kind of Object.keys(fixtureKinds) as Array<FixtureKind>) {
     if (made[kind] === undefined) throw new Error(`no fixture ${kind}`)
   }

@@ -108,8 +108,14 @@ const templatePatterns: ReadonlyArray<TemplatePatterns> = [
   {
     id: "support_agent",
     name: "Support agent",
-    description: "Answers tickets, lesson questions and comments.",
-    patterns: ["questions.*", "comments.*", "tickets.*", "departments.*", "faqs.*", "users.read"]
+    description: "Answers tickets, lesson questions and comments, sends users their access emails and handles email bounces.",
+    patterns: ["questions.*", "comments.*", "tickets.*", "ticket_messages.*", "departments.*", "faqs.*", "users.read", "products.read", "access_emails.*", "email_bounces.*"]
+  },
+  {
+    id: "legal_manager",
+    name: "Legal manager",
+    description: "Publishes the platform's and the products' legal terms, records acceptances and reads them with their proofs.",
+    patterns: ["legal_terms.*", "term_acceptances.*", "users.read"]
   },
   {
     id: "integration_events",

@@ -148,9 +148,10 @@ interface ApiErrorFields {
   /**
    * Where the contract gives one code two statuses: `credential_revoked` is 401 when
    * authenticating, 422 on credential management operations; `http_error` is answered "as
-   * response" (§7), 408 when a request body does not arrive in time.
+   * response" (§7), 408 when a request body does not arrive in time, 416 for a `Range` past the
+   * end of a file (reason `range_not_satisfiable`).
    */
-  readonly statusOverride?: 408 | 422 | undefined
+  readonly statusOverride?: 408 | 416 | 422 | undefined
 }
 
 /**
@@ -176,7 +177,7 @@ export interface FailOptions {
   readonly params?: Readonly<Record<string, string | number>>
   readonly headers?: Readonly<Record<string, string>>
   readonly internal?: unknown
-  readonly statusOverride?: 408 | 422
+  readonly statusOverride?: 408 | 416 | 422
   readonly rateLimit?: RateLimitBody
 }
 

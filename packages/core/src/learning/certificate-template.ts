@@ -22,7 +22,9 @@
  * - A layout line's `color` or `font` left `null` is the template's `defaults`.
  * - Preview (`POST .../certificate-template/previews`): the template rendered with sample
  *   values to a PDF, stored as a file of purpose `certificate_preview`. A disabled template can
- *   be previewed (one checks it before enabling it). 409 `template_not_previewable` when there
+ *   be previewed (one checks it before enabling it). The file expires 24 hours after it is made
+ *   (`expires_at`; `CERTIFICATE_PREVIEW_TTL_MS`): then it is 404 and the housekeeping removes
+ *   it and its bytes. 409 `template_not_previewable` when there
  *   is nothing to preview: the product has no template yet (reason `no_template`), or the
  *   template has neither `texts.content` nor `fields` (reason `no_content`).
  */
@@ -46,6 +48,7 @@ import { formatTimestamp, parseTimestamp } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
 import { FILE_TYPE, fileFields, objectKey, requireFile } from "../uploads/uploads.js"
+import { CERTIFICATE_PREVIEW_TTL_MS } from "../uploads/file-content.js"
 
 export const CERTIFICATE_TEMPLATE_TYPE = "certificate_template"
 /** The purpose of the files previews make (never accepted by an upload). */
@@ -526,6 +529,8 @@ export const previewCertificateTemplate = Effect.fn("CertificateTemplates.previe
     content_type: "application/pdf",
     sha256: object.sha256,
     created_at: formatTimestamp(now),
+    // Kept for a day, then removed with its bytes by the housekeeping (uploads/file-content.ts).
+    expires_at: formatTimestamp(now + CERTIFICATE_PREVIEW_TTL_MS),
     storage_key: key
   } satisfies JsonObject
   const saved = yield* uow

@@ -4,7 +4,7 @@
  * an S3-compatible adapter is a drop-in: start an upload, put numbered parts (each streamed,
  * each replaceable), complete it into one object, or abort it.
  */
-import { Context, Data, type Effect, type Stream } from "effect"
+import { Context, Data, type Effect, type Option, type Stream } from "effect"
 
 /** The storage did not answer or failed: the wire says 503 `storage_unavailable`. */
 export class StorageUnavailable extends Data.TaggedError("StorageUnavailable")<{ readonly cause: unknown }> {}
@@ -31,6 +31,23 @@ export interface StoredObject {
 }
 
 export const SNIFF_BYTES = 64
+
+/** Bytes `start` to `end` of an object, both included (HTTP's `Range: bytes=start-end`, S3's `Range`). */
+export interface ByteRange {
+  readonly start: number
+  readonly end: number
+}
+
+/** An object opened for reading (`FileStorage.openObject`): its whole size and the bytes asked for. */
+export interface OpenedObject {
+  /** The size of the whole object, whatever range was asked for. */
+  readonly size: number
+  /**
+   * The bytes asked for, read as the stream is pulled, chunk by chunk (never the whole object in
+   * memory). Building it reads nothing; a stream never run costs nothing.
+   */
+  readonly stream: Stream.Stream<Uint8Array, StorageUnavailable>
+}
 
 export class FileStorage extends Context.Tag("@syllabus/core/FileStorage")<
   FileStorage,
@@ -63,6 +80,14 @@ export class FileStorage extends Context.Tag("@syllabus/core/FileStorage")<
     readonly abortUpload: (key: string, uploadId: string) => Effect.Effect<void, StorageUnavailable>
     /** The bytes of a completed object. */
     readonly readObject: (key: string) => Stream.Stream<Uint8Array, StorageUnavailable>
+    /**
+     * Open a completed object to read it, or only the bytes of `range` (the adapter seeks: a
+     * file's offset, S3's and GCS's ranged GET; nothing before `start` is read). Answers none
+     * when there is no such object, so a caller can tell a missing object from a failing
+     * storage before it promises any byte. `range` must lie within the object
+     * (`0 <= start <= end < size`); a range past its end is cut at its end.
+     */
+    readonly openObject: (key: string, range?: ByteRange) => Effect.Effect<Option.Option<OpenedObject>, StorageUnavailable>
     /** Remove a completed object (idempotent). */
     readonly deleteObject: (key: string) => Effect.Effect<void, StorageUnavailable>
   }

@@ -201,6 +201,18 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
       options?: { readonly expectedRevision?: number | undefined; readonly uniques?: ReadonlyArray<UniqueKey> | undefined }
     ) => Effect.Effect<StoredRecord, StoreUnavailable | UniqueViolation | RevisionConflict>
     readonly remove: (tenant: Tenant, type: string, id: string) => Effect.Effect<boolean, StoreUnavailable>
+    /**
+     * Add `deltas` to numeric fields of a record (a missing field counts as 0), making it from
+     * `fields` and the deltas when it does not exist: one atomic step, which concurrent
+     * increments of the same record wait on (kept figures, `records/kept-figures.ts`).
+     */
+    readonly increment: (
+      tenant: Tenant,
+      type: string,
+      id: string,
+      fields: JsonObject,
+      deltas: Readonly<Record<string, number>>
+    ) => Effect.Effect<void, StoreUnavailable>
     readonly list: (tenant: Tenant, type: string, query: ListQuery) => Effect.Effect<ReadonlyArray<StoredRecord>, StoreUnavailable>
     /** Counts of records matching `where`, grouped by the values of `groupBy` fields. */
     readonly count: (

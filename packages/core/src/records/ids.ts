@@ -59,7 +59,12 @@ export const idPrefixes = {
   release_rule: "rrl",
   lesson_progress: "lpr",
   gamification_rule: "gmr",
-  point_entry: "pte"
+  point_entry: "pte",
+  legal_term_version: "ltv",
+  question_reply: "qrp",
+  email_message: "eml",
+  email_bounce: "ebn",
+  ticket_message: "tkm"
 } as const
 
 export type IdKind = keyof typeof idPrefixes

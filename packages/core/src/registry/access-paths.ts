@@ -14,11 +14,16 @@ import { trailAccessPaths } from "../trail/trail.js"
 import { eventsAccessPaths } from "../events/events.js"
 import { productsAccessPaths } from "../catalog/products.js"
 import { uploadsAccessPaths } from "../uploads/uploads.js"
+import { filesAccessPaths } from "../uploads/file-content.js"
 import { enrollmentsAccessPaths } from "../learning/enrollments.js"
 import { progressAccessPaths } from "../learning/progress.js"
 import { gamificationAccessPaths } from "../learning/gamification.js"
 import { rewardsAccessPaths } from "../learning/rewards.js"
 import { reportsAccessPaths } from "../reports/reports.js"
+import { mailAccessPaths } from "../mail/outbox.js"
+import { supportReportAccessPaths } from "../reports/support-report.js"
+import { commentsAccessPaths } from "../support/comments.js"
+import { legalAccessPaths } from "../legal/term-acceptances.js"
 import { describedResources } from "./resources.js"
 
 /** Sign-in (`@syllabus/http`'s OAuth login) finds an administrator's other accounts by email. */
@@ -29,6 +34,7 @@ export const declaredAccessPaths: ReadonlyArray<AccessPath> = [
   ...webhookDeliveryAccessPaths,
   ...operationsAccessPaths,
   ...uploadsAccessPaths,
+  ...filesAccessPaths,
   ...retentionAccessPaths,
   ...eventsAccessPaths,
   ...productsAccessPaths,
@@ -38,7 +44,11 @@ export const declaredAccessPaths: ReadonlyArray<AccessPath> = [
   ...gamificationAccessPaths,
   ...rewardsAccessPaths,
   ...signInAccessPaths,
-  ...reportsAccessPaths
+  ...reportsAccessPaths,
+  ...mailAccessPaths,
+  ...commentsAccessPaths,
+  ...supportReportAccessPaths,
+  ...legalAccessPaths
 ]
 
 /** The paths of `definitions` (every described resource by default) and the declared ones. */

@@ -30,6 +30,7 @@ import {
 import type { Crypto } from "../ports/crypto.js"
 import type { JsonObject, Records, StoredRecord } from "../ports/store.js"
 import type { ResourceDefinition } from "../records/resource.js"
+import { createTicket, tickets, ticketViews } from "../support/tickets.js"
 
 export type BatchAction = "create" | "update" | "delete"
 
@@ -103,5 +104,8 @@ export const batchResources: ReadonlyArray<BatchResource> = [
       represent: administratorView,
       prepare: (_action, payload) => hashAdministratorPassword(payload)
     }
-  }
+  },
+  // Tickets: `createTicket` writes the opening message with the ticket (as `POST
+  // /support/tickets`); personal data of the requester shown only with `users.read_personal`.
+  { definition: tickets, useCases: { create: (_parents, body) => createTicket(body), view: ticketViews } }
 ]

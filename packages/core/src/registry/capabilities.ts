@@ -69,7 +69,11 @@ const listedCapabilities: ReadonlyArray<string> = [
   ...crud("domains"),
   ...crud("replicas"),
   ...crud("webhooks"),
-  "reports.read"
+  "reports.read",
+  // Mail (docs/email.md): send a user's access email and read its status; ignore an email bounce (read in the reports).
+  "access_emails.read",
+  "access_emails.create",
+  "email_bounces.update"
 ]
 
 export const capabilityCatalog: ReadonlyArray<string> = [

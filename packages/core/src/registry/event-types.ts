@@ -14,8 +14,11 @@ import { SETTINGS_TYPE, settingsFields } from "../site/site-settings.js"
 import { CERTIFICATE_TEMPLATE_TYPE, certificateTemplateFields } from "../learning/certificate-template.js"
 import { CERTIFICATE_TYPE, certificateEventVerbs } from "../learning/certificates.js"
 import { enrollmentEventVerbs, ENROLLMENT_TYPE } from "../learning/enrollments.js"
+import { TICKET_MESSAGE_TYPE, ticketMessageEventVerbs } from "../support/tickets.js"
 import { LESSON_PROGRESS_TYPE, lessonProgressFields } from "../learning/progress.js"
 import { POINT_ENTRY_TYPE, pointEntryEventVerbs } from "../learning/gamification.js"
+import { legalEventVerbs } from "../legal/legal.js"
+import { EMAIL_BOUNCE_TYPE, EMAIL_MESSAGE_TYPE, emailBounceEventVerbs, emailBounceFields, emailMessageEventVerbs, emailMessageFields } from "../mail/outbox.js"
 import { describedResources } from "./resources.js"
 
 export interface EventTypeEntry {
@@ -39,6 +42,8 @@ const extraVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
   banner: ["reordered"],
   navigation_item: ["reordered"],
   exam_question: ["reordered"],
+  department: ["reordered"],
+  faq: ["reordered"],
   webhook: ["secret_rotated"]
 }
 
@@ -49,7 +54,11 @@ const extraVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
 const onlyVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
   [ENROLLMENT_TYPE]: ["created", "updated", ...enrollmentEventVerbs],
   [CERTIFICATE_TYPE]: certificateEventVerbs,
-  [POINT_ENTRY_TYPE]: pointEntryEventVerbs
+  [POINT_ENTRY_TYPE]: pointEntryEventVerbs,
+  // A ticket's messages are never edited nor removed.
+  [TICKET_MESSAGE_TYPE]: ticketMessageEventVerbs,
+  // Versions of a legal term and acceptances are only ever created.
+  ...legalEventVerbs
 }
 
 const lifecycle = (definition: ResourceDefinition): ReadonlyArray<string> => onlyVerbs[definition.type] ?? [
@@ -76,5 +85,7 @@ export const eventTypeCatalog: ReadonlyArray<EventTypeEntry> = [
   entry(SETTINGS_TYPE, "updated", settingsFields),
   entry(CERTIFICATE_TEMPLATE_TYPE, "updated", certificateTemplateFields),
   entry(LESSON_PROGRESS_TYPE, "updated", lessonProgressFields),
-  ...["completed", "failed", "canceled"].map((verb) => entry("operation", verb, operationFields))
+  ...["completed", "failed", "canceled"].map((verb) => entry("operation", verb, operationFields)),
+  ...emailMessageEventVerbs.map((verb) => entry(EMAIL_MESSAGE_TYPE, verb, emailMessageFields)),
+  ...emailBounceEventVerbs.map((verb) => entry(EMAIL_BOUNCE_TYPE, verb, emailBounceFields))
 ].sort((a, b) => (a.type < b.type ? -1 : 1))

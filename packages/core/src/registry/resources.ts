@@ -20,6 +20,9 @@ import { tags, users } from "../people/people-users.js"
 import { peopleOperationKinds, peopleResources } from "../people/people.js"
 import type { ResourceDefinition } from "../records/resource.js"
 import { siteOperationKinds, siteResources } from "../site/site.js"
+import { supportReplyResources, supportResources } from "../support/support.js"
+import { legalTermVersions } from "../legal/legal-terms.js"
+import { legalResources } from "../legal/legal.js"
 
 export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   showcases,
@@ -29,7 +32,9 @@ export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   ...peopleResources,
   ...siteResources,
   ...webhooksResources,
-  ...learningResources
+  ...learningResources,
+  ...supportResources,
+  ...legalResources
 ]
 
 /**
@@ -48,7 +53,11 @@ export const describedResources: ReadonlyArray<ResourceDefinition> = [
   // Issued certificates: read through their derived list/get; issued by `issueCertificateIfEarned`.
   certificates,
   // The points ledger: read through its derived list/get; written by `awardPoints`.
-  pointEntries
+  pointEntries,
+  // A legal term's published versions: read through their derived list/get; written when the term's text changes.
+  legalTermVersions,
+  // A lesson question's replies: served by routes/questions.ts under the questions' capabilities.
+  ...supportReplyResources
 ]
 
 export const operationKinds: Readonly<Record<string, OperationKind>> = {

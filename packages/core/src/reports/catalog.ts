@@ -231,13 +231,75 @@ export const ACTIVITY_REPORT: ReportDescription = {
   paginated: true
 }
 
+export const SUPPORT_REPORT: ReportDescription = {
+  id: "support",
+  path: "/reports/support",
+  title: "Support desk",
+  description:
+    "Per department (and one row, `department_id` null, for the tickets routed to none): the tickets in each status now, and within the period the tickets opened, solved and the replies written, with the average time to the first agent reply. Trashed tickets are left out of the ticket counts. Departments without tickets have no row; the totals of the desk are the sums of the rows.",
+  filters: [
+    filter("occurred_after", "date-time", "The period starts at this instant (inclusive); without it, from the first ticket."),
+    filter("occurred_before", "date-time", "The period ends at this instant (exclusive); without it, now."),
+    ...pageFilters
+  ],
+  columns: [
+    column("department_id", "string", "The department; null for the tickets routed to none.", { nullable: true }),
+    column("department_name", "string", "Its name; null for no department, or when the department was removed.", { nullable: true }),
+    column("open", "integer", "Tickets `open` now."),
+    column("pending", "integer", "Tickets `pending` now."),
+    column("solved", "integer", "Tickets `solved` now."),
+    column("closed", "integer", "Tickets `closed` now."),
+    column("opened", "integer", "Tickets opened in the period."),
+    column("solved_in_period", "integer", "Tickets whose latest solution falls in the period (a ticket reopened since is not counted; one solved then closed is)."),
+    column("replies", "integer", "Replies written in the period (messages after the opening one, by agents and requesters), counted for the department the ticket had when each was written; the work done, so a reply to a ticket trashed since still counts."),
+    column(
+      "average_first_reply_seconds",
+      "number",
+      "Over the tickets opened in the period that have an agent reply: the average seconds from opening to the first one, two decimals; null when none has.",
+      { nullable: true }
+    )
+  ],
+  source: ["ticket", "ticket_message", "department"],
+  freshness: "live",
+  order: "by department ID, the row without department first",
+  paginated: true
+}
+
+export const EMAIL_BOUNCES_REPORT: ReportDescription = {
+  id: "email-bounces",
+  path: "/reports/email-bounces",
+  title: "Email bounces",
+  description:
+    "Each mail the platform sent that the receiving mail server refused for good (an SMTP 5xx answer), newest first. While a bounce is `active` no mail is queued to its address; `PATCH /reports/email-bounces/{bounce_id}` ignores it.",
+  filters: [filter("status", "string", "`active` or `ignored` (default: both)."), ...pageFilters],
+  columns: [
+    column("id", "string", "The bounce (`ebn_`)."),
+    column("email_id", "string", "The message that bounced (`eml_`)."),
+    column("kind", "string", "What the message was: `access` or `ticket_reply` (an open set)."),
+    column("user_id", "string", "The user the message was for; null for an anonymous recipient.", { nullable: true }),
+    column("email", "string", "The address that bounced.", { nullable: true, personal: true }),
+    column("smtp_code", "integer", "The SMTP reply code (550, 553, …).", { nullable: true }),
+    column("enhanced_code", "string", "The enhanced status code (RFC 3463, e.g. `5.1.1`), when the server gave one.", { nullable: true }),
+    column("diagnostic", "string", "The server's answer, at most 200 characters, addresses and tokens masked."),
+    column("status", "string", "`active` or `ignored`."),
+    column("bounced_at", "date-time", "When the server refused the message."),
+    column("ignored_at", "date-time", "When the bounce was ignored; null while active.", { nullable: true })
+  ],
+  source: ["email_bounce"],
+  freshness: "live",
+  order: "newest first (by bounce ID)",
+  paginated: true
+}
+
 /** Every report served, in the order `GET /reports` lists them. */
 export const reportCatalog: ReadonlyArray<ReportDescription> = [
   ACTIVITY_REPORT,
   CERTIFICATES_REPORT,
+  EMAIL_BOUNCES_REPORT,
   EXAMS_REPORT,
   LESSONS_REPORT,
   PRODUCTS_REPORT,
   RANKINGS_REPORT,
+  SUPPORT_REPORT,
   USERS_REPORT
 ]

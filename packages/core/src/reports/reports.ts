@@ -7,6 +7,9 @@
  * - A report over a resource (products, exams) pages that resource through its own index, in
  *   ID order, then aggregates the records of the page's IDs in one read (`in` on an indexed
  *   field): a product without enrollments has its row, with zeros.
+ * - The products and lessons reports read figures kept with every write of the enrollments and
+ *   the progress (`figures.ts`): a page of groups reads a few figure records per group, not the
+ *   millions of records a popular course holds.
  * - A report over groups (certificates per product, rankings per products) pages the groups
  *   themselves, ordered by the store (`AggregateQuery.order`, `after`, `limit`).
  * - The ranking without products reads the balances' own index (`balance`, highest first).
@@ -25,7 +28,9 @@ import { LESSON_PROGRESS_TYPE } from "../learning/progress.js"
 import { POINT_BALANCE_TYPE, POINT_ENTRY_TYPE } from "../learning/gamification.js"
 import { READ_PERSONAL } from "../people/people-users.js"
 import { type AccessPath, type AggregateQuery, type AggregateRow, type Json, type JsonObject, listPath, Records, type StoredRecord, type Where } from "../ports/store.js"
+import { type KeptFigures } from "../records/kept-figures.js"
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
+import { ENROLLMENT_FIGURES, figuresAccessPaths, LESSON_PROGRESS_FIGURES } from "./figures.js"
 import { type ReportDescription, reportCatalog } from "./catalog.js"
 import { type ReportPage, reportCursors } from "./page.js"
 
@@ -40,15 +45,13 @@ const USER_TYPE = "user"
 export const reportsAccessPaths: ReadonlyArray<AccessPath> = [
   // Rankings per products: the ledger's entries of some products, grouped by learner.
   listPath(POINT_ENTRY_TYPE, ["product_id"], [{ field: "user_id", kind: "text" }]),
-  // Products: the enrollments of a page of products.
-  listPath(ENROLLMENT_TYPE, ["product_id"], [{ field: "id", kind: "text" }]),
+  // Products and lessons: the kept figures of a page of products or lessons (`figures.ts`).
+  ...figuresAccessPaths,
   // Exams: every exam not trashed, in ID order, across products. (Those of some products are
   // read through the exams' own path, product first; the attempts of a page of exams through
   // the attempts' own path, exam first; the products in ID order through the products' own.)
   listPath(EXAM_TYPE, ["deleted"], [{ field: "id", kind: "text" }]),
-  // Lessons: the progress recorded on a page of lessons. (The lessons of a product are read
-  // through the lessons' own path, product first.)
-  listPath(LESSON_PROGRESS_TYPE, ["lesson_id"], [{ field: "id", kind: "text" }]),
+  // (The lessons of a product are read through the lessons' own path, product first.)
   // Users: the enrollments and certificates of a page of users. (The users in ID order are
   // read through the users' own path.)
   listPath(ENROLLMENT_TYPE, ["user_id"], [{ field: "id", kind: "text" }]),
@@ -126,6 +129,28 @@ const aggregate = (type: string, query: AggregateQuery) =>
   })
 
 const text = (value: Json | undefined): string | null => (typeof value === "string" ? value : null)
+
+/**
+ * The kept figures (`figures.ts`) of the groups `ids` (a page: products, lessons), each summed
+ * over its shards by the store: per group, per measure.
+ */
+const figuresOf = (figures: KeptFigures, ids: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const names = Object.keys(figures.measures)
+    const groups = ids.length === 0 ? [] : yield* aggregate(figures.type, {
+      where: [{ field: figures.groupBy, op: "in", values: ids }],
+      groupBy: [figures.groupBy],
+      measures: names.map((field) => ({ kind: "sum", field }))
+    })
+    return new Map(groups.map((group) => [
+      text(group.key[0]),
+      Object.fromEntries(names.map((name, i) => [name, group.values[i] ?? 0])) as Readonly<Record<string, number>>
+    ]))
+  })
+
+/** A sum over a count, two decimals; `null` over nothing. */
+const average = (sum: number | undefined, count: number | undefined): number | null =>
+  count === undefined || count === 0 ? null : round2((sum ?? 0) / count)
 
 /**
  * A page of a resource in ID order (products, exams), not trashed, optionally of some products:
@@ -248,32 +273,18 @@ export const productsReport = Effect.fn("Reports.products")(function* (input: Pr
     ? yield* resourcePage(PRODUCT_TYPE, [], position?.k ?? null, input.limit)
     : yield* productsNamed(productIds, position?.k ?? null, input.limit)
   const ids = items.map((item) => item.id)
-  const status = (value: string): ReadonlyArray<Where> => [{ field: "status", op: "eq", value }]
-  const groups = ids.length === 0 ? [] : yield* aggregate(ENROLLMENT_TYPE, {
-    where: [{ field: "product_id", op: "in", values: ids }],
-    groupBy: ["product_id"],
-    measures: [
-      { kind: "count" },
-      { kind: "count", filter: status("active") },
-      { kind: "count", filter: status("expired") },
-      { kind: "count", filter: status("canceled") },
-      // `completed_at` set: any text is at or after the empty one.
-      { kind: "count", filter: [{ field: "completed_at", op: "gte", value: "" }] },
-      { kind: "avg", field: "progress_percent", filter: [{ field: "status", op: "in", values: ["active", "expired"] }] }
-    ]
-  })
-  const byProduct = new Map(groups.map((group) => [text(group.key[0]), group.values]))
+  const groups = yield* figuresOf(ENROLLMENT_FIGURES, ids)
   const data = items.map((product): JsonObject => {
-    const values = byProduct.get(product.id) ?? []
+    const figures = groups.get(product.id)
     return {
       product_id: product.id,
       product_name: text(product.data.name) ?? "",
-      enrollments: asNumber(values[0]),
-      active: asNumber(values[1]),
-      expired: asNumber(values[2]),
-      canceled: asNumber(values[3]),
-      completed: asNumber(values[4]),
-      average_progress_percent: round2(values[5] ?? null)
+      enrollments: figures?.enrollments ?? 0,
+      active: figures?.active ?? 0,
+      expired: figures?.expired ?? 0,
+      canceled: figures?.canceled ?? 0,
+      completed: figures?.completed ?? 0,
+      average_progress_percent: average(figures?.averaged_percent, figures?.averaged)
     }
   })
   const last = items.at(-1)
@@ -401,29 +412,18 @@ export const lessonsReport = Effect.fn("Reports.lessons")(function* (input: Less
     input.limit
   )
   const ids = items.map((item) => item.id)
-  const status = (...values: ReadonlyArray<string>): ReadonlyArray<Where> => [{ field: "status", op: "in", values }]
-  const groups = ids.length === 0 ? [] : yield* aggregate(LESSON_PROGRESS_TYPE, {
-    where: [{ field: "lesson_id", op: "in", values: ids }],
-    groupBy: ["lesson_id"],
-    measures: [
-      { kind: "count", filter: status("in_progress", "completed") },
-      { kind: "count", filter: status("in_progress") },
-      { kind: "count", filter: status("completed") },
-      { kind: "avg", field: "percent", filter: status("in_progress", "completed") }
-    ]
-  })
-  const byLesson = new Map(groups.map((group) => [text(group.key[0]), group.values]))
+  const groups = yield* figuresOf(LESSON_PROGRESS_FIGURES, ids)
   const data = items.map((lesson): JsonObject => {
-    const values = byLesson.get(lesson.id) ?? []
+    const figures = groups.get(lesson.id)
     return {
       lesson_id: lesson.id,
       module_id: text(lesson.data.module_id) ?? "",
       lesson_name: text(lesson.data.name) ?? "",
       status: text(lesson.data.status) ?? "",
-      started: asNumber(values[0]),
-      in_progress: asNumber(values[1]),
-      completed: asNumber(values[2]),
-      average_percent: round2(values[3] ?? null)
+      started: figures?.started ?? 0,
+      in_progress: figures?.in_progress ?? 0,
+      completed: figures?.completed ?? 0,
+      average_percent: average(figures?.started_percent, figures?.started)
     }
   })
   const last = items.at(-1)

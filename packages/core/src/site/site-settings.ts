@@ -147,6 +147,26 @@ export const lessonQuestionSettings: SettingsGroup = {
   })
 }
 
+/**
+ * The support desk (tickets): `enabled` false turns off the writes that open or continue a
+ * conversation (`POST /support/tickets`, `POST /support/tickets/{ticket_id}/messages`, and
+ * their batch items): 409 `feature_disabled` (support/tickets.ts). Reads, status changes,
+ * departments and FAQs stay available, so the team can finish the backlog.
+ */
+export const supportSettings: SettingsGroup = {
+  group: "support",
+  path: "/settings/support",
+  title: "support settings",
+  values: {
+    enabled: Schema.Boolean.annotations({
+      description:
+        "The support desk takes tickets. `false`: opening a ticket and adding a message answer 409 `feature_disabled`; reads, status changes, departments and FAQs stay available. Default `true`."
+    })
+  },
+  update: Schema.Struct({ enabled: optional(Bool) }),
+  defaults: () => ({ enabled: true })
+}
+
 export const securitySettings: SettingsGroup = {
   group: "security",
   path: "/settings/security",
@@ -210,6 +230,7 @@ export const appearanceSettings: SettingsGroup = {
 export const settingsGroups: ReadonlyArray<SettingsGroup> = [
   sharingSettings,
   lessonQuestionSettings,
+  supportSettings,
   securitySettings,
   emailSettings,
   appearanceSettings

@@ -11,6 +11,9 @@
  * | idempotency receipts              | 48 hours                | receipts past `expiresAt`        |
  * | previous policy revisions         | 365 days                | on the credential's next write (`access/credentials.ts`) |
  *
+ * Beside §8.3, files kept for a time (certificate previews, 24 hours: their `expires_at`) are
+ * removed with their bytes by `sweepExpiredFiles` (uploads/file-content.ts).
+ *
  * Operations go at 30 days from creation whatever their status, as the contract says (their
  * `expires_at`): one still running then (never in practice: a run lasts minutes) loses its
  * record, and its worker stops at its next item (`operation_ownership_lost`, the item rolled
@@ -30,6 +33,7 @@ import { OPERATION_ITEM_TYPE, OPERATION_RETENTION_MS, OPERATION_TYPE } from "../
 import { type AccessPath, housekeepingPath, Records } from "../ports/store.js"
 import { formatTimestamp } from "../records/time.js"
 import { sweepExpiredUploads } from "../uploads/uploads.js"
+import { sweepExpiredFiles } from "../uploads/file-content.js"
 import { expireDueEnrollments } from "../learning/enrollments.js"
 import { backgroundBudget, SYSTEM_ACCOUNT, yieldToEventLoop } from "../workers/background.js"
 import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
@@ -87,7 +91,7 @@ export const pruneRetained = Effect.fn("Retention.prune")(function* () {
  * (`@syllabus/testing`, the contract suite's `h().housekeeping()`).
  */
 export const housekeepingPass = () =>
-  Effect.all([sweepExpiredUploads(), expireDueEnrollments(), pruneRetained()], { discard: true })
+  Effect.all([sweepExpiredUploads(), sweepExpiredFiles(), expireDueEnrollments(), pruneRetained()], { discard: true })
 
 /**
  * A job run now and then every `interval` (from the end of a pass), each pass in a slot of the
@@ -105,12 +109,13 @@ const every = <A, E, R>(interval: Duration.DurationInput, name: string, job: Eff
 
 /**
  * The housekeeping every server process runs beside its workers (embedded or standalone):
- * expired upload sessions free their storage and due enrollments become `expired` every
- * minute, what §8.3 no longer keeps leaves the store every hour.
+ * expired upload sessions free their storage, expired files (certificate previews) lose their
+ * record and bytes and due enrollments become `expired` every minute, what §8.3 no longer keeps leaves the store every hour.
  */
 export const housekeepingWorker = () =>
   Effect.all([
     every("1 minute", "upload expiry", sweepExpiredUploads()),
+    every("1 minute", "file expiry", sweepExpiredFiles()),
     every("1 minute", "enrollment expiry", expireDueEnrollments()),
     every("1 hour", "retention pruning", pruneRetained())
   ], {

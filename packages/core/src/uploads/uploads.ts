@@ -128,7 +128,15 @@ const uploadFields = [
   "updated_at"
 ] as const
 
-export const fileFields = ["object", "id", "purpose", "filename", "size", "content_type", "sha256", "created_at"] as const
+export const fileFields = ["object", "id", "purpose", "filename", "size", "content_type", "sha256", "created_at", "expires_at"] as const
+
+/**
+ * Is the file past its `expires_at`? Files the service makes for a time have one (certificate
+ * previews, `CERTIFICATE_PREVIEW_TTL_MS`); uploaded files have none (null) and stay. An expired
+ * file is gone to reads (404) before the housekeeping removes it (`sweepExpiredFiles`).
+ */
+export const isExpiredFile = (data: JsonObject, now: number): boolean =>
+  typeof data.expires_at === "string" && Date.parse(data.expires_at) <= now
 
 /** The status a client sees: a pending session past `expires_at` is `expired`. */
 const uploadStatus = (data: JsonObject, now: number): string =>
@@ -437,6 +445,7 @@ const finishCompletion = Effect.fnUntraced(function* (claimed: StoredRecord, now
     content_type: String(claimed.data.content_type),
     sha256: object.sha256,
     created_at: at,
+    expires_at: null,
     storage_key: key
   } satisfies JsonObject
   const stored = yield* Effect.either(
@@ -508,7 +517,7 @@ export const getFile = Effect.fn("Files.get")(function* (id: string) {
   const caller = yield* Caller
   const records = yield* Records
   const record = yield* records.get(caller.tenant, FILE_TYPE, id).pipe(Effect.mapError(writeUnavailable))
-  if (!record) return yield* Effect.fail(apiError("not_found"))
+  if (!record || isExpiredFile(record.data, yield* Clock.currentTimeMillis)) return yield* Effect.fail(apiError("not_found"))
   return inOrder(record.data, fileFields)
 })
 
@@ -525,7 +534,9 @@ export const requireFile = Effect.fn("Files.require")(function* (
   const caller = yield* Caller
   const records = yield* Records
   const record = yield* records.get(caller.tenant, FILE_TYPE, fileId).pipe(Effect.mapError(writeUnavailable))
-  if (!record) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
+  if (!record || isExpiredFile(record.data, yield* Clock.currentTimeMillis)) {
+    return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
+  }
   if (!accepted.includes(record.data.purpose as Purpose)) {
     return yield* Effect.fail(fieldError("validation_failed", field, { reason: "purpose_mismatch" }))
   }

@@ -334,4 +334,7 @@ const activity = defineOperation({
     }).pipe(Effect.map((body) => ({ status: 200, body })))
 })
 
+/** For the reports served by other route files (routes/support.ts). */
+export { reportText, rowSchema as reportRowSchema }
+
 export const reportsRoutes: ReadonlyArray<Operation> = [catalog, activity, certificates, exams, lessons, products, rankings, users]
