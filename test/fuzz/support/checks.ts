@@ -135,6 +135,8 @@ export const answerProblems = (ctx: AnswerContext, res: Response): Array<string>
     if (res.text !== "") problems.push(`204 with a body: ${res.text.slice(0, 100)}`)
     return problems
   }
+  // A success the description sends as something else than JSON (a file's bytes): not JSON to check.
+  if (status < 300 && operation.produces !== undefined) return problems
   const contentType = res.headers.get("content-type") ?? ""
   if (!/^application\/json/.test(contentType)) problems.push(`content-type ${contentType} is not JSON`)
   if (res.body === undefined) {

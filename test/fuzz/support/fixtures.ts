@@ -41,7 +41,11 @@ export const fixtureKinds = {
   ticket: "tkt",
   ticket_message: "tkm",
   department: "dpt",
-  faq: "faq"
+  faq: "faq",
+  /** A learner's question on the fixture lesson. */
+  question: "qst",
+  /** The product's legal term. */
+  legal_term: "lgt"
 } as const
 
 export type FixtureKind = keyof typeof fixtureKinds
@@ -86,7 +90,9 @@ export const pathParamFixture: Readonly<Record<string, FixtureKind>> = {
   ticket_id: "ticket",
   ticket_message_id: "ticket_message",
   department_id: "department",
-  faq_id: "faq"
+  faq_id: "faq",
+  question_id: "question",
+  legal_term_id: "legal_term"
 }
 
 /** The fixture a body field (or query filter) holding a public ID names, by the field's name. */
@@ -117,6 +123,7 @@ export const fieldFixture = (operationId: string, name: string | undefined): Fix
     resource_id: "product",
     request_id: "request",
     user_id: "user",
+    lesson_id: "lesson",
     exam_id: "exam",
     exam_question_id: "exam_question",
     department_id: "department",
@@ -205,6 +212,9 @@ export const makeFixtures = async (h: Harness, tag: string): Promise<Fixtures> =
   await create("faq", "/support/faqs", { question: "Fuzz question?", answer: "Fuzz answer", department_id: department })
   const ticket = await create("ticket", "/support/tickets", { subject: "Fuzz ticket", user_id: made.user, message: { text: "Fuzz" }, department_id: department, product_id: product })
   await create("ticket_message", `/support/tickets/${ticket}/messages`, { text: "Fuzz reply" })
+  // A question of the user on the lesson, and the product's legal term (version 1).
+  await create("question", `/products/${product}/questions`, { user_id: made.user, lesson_id: made.lesson, body: { blocks: [{ type: "paragraph", text: "Fuzz question?" }] } })
+  await create("legal_term", "/legal-terms", { kind: "product", product_id: product, title: "Fuzz terms", text: "<p>Fuzz</p>" })
   for (const kind of Object.keys(fixtureKinds) as Array<FixtureKind>) {
     if (made[kind] === undefined) throw new Error(`no fixture ${kind}`)
   }
