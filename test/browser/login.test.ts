@@ -28,6 +28,8 @@ describe("human mode in a browser", () => {
     } else {
       await page.fill("#platform", String(h.account.account.data.subdomain))
       await page.click("button[type=submit]")
+      // A screenshot taken while the page navigates fails: wait for the confirm page first.
+      await page.waitForSelector('form[action="/oauth/authorize/confirm"]')
       await page.screenshot({ path: `${shots}login-2-confirm.png` })
       await page.click('form[action="/oauth/authorize/confirm"] button[type=submit]')
     }
@@ -43,6 +45,7 @@ describe("human mode in a browser", () => {
     await page.waitForSelector('button[value="approve"]')
     await page.screenshot({ path: `${shots}login-5-consent.png` })
     await page.click('button[value="approve"]')
+    await page.waitForURL(/^http:\/\/127\.0\.0\.1:\d+\/callback/)
     await page.waitForLoadState("load")
     await page.screenshot({ path: `${shots}login-6-done.png` })
 
