@@ -44,7 +44,7 @@ eachStore("enrollments", (h) => {
     const data = res.body.data
     expect(Object.keys(data)).toEqual([
       "object", "id", "user_id", "product_id", "status", "source", "starts_at", "expires_at", "completed_at",
-      "progress_percent", "canceled_at", "created_at", "updated_at", "revision"
+      "progress_percent", "canceled_at", "delivery_id", "created_at", "updated_at", "revision"
     ])
     expect(data).toMatchObject({
       object: "enrollment", user_id: userId, product_id: productId, status: "active", source: "manual",

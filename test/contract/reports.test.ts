@@ -294,9 +294,13 @@ eachStore("reports", (h) => {
       canceled: 1,
       completed: 1,
       // Not canceled: 100, 50 and 0.
-      average_progress_percent: 50
+      average_progress_percent: 50,
+      // No sales events (their counts: test/contract/funnels.test.ts).
+      sales_approved: 0,
+      sales_refunded: 0,
+      funnel_conversions: 0
     }
-    const quietRow = { product_id: empty.id, product_name: "Quiet", enrollments: 0, active: 0, expired: 0, canceled: 0, completed: 0, average_progress_percent: null }
+    const quietRow = { product_id: empty.id, product_name: "Quiet", enrollments: 0, active: 0, expired: 0, canceled: 0, completed: 0, average_progress_percent: null, sales_approved: 0, sales_refunded: 0, funnel_conversions: 0 }
     const res = await a.get("/reports/products")
     expect(res.status, res.text).toBe(200)
     expect(res.body).toEqual({ data: [busyRow, quietRow].sort((x, y) => (x.product_id < y.product_id ? -1 : 1)), page: { limit: 50, next_cursor: null, prev_cursor: null } })

@@ -10,6 +10,7 @@ import {
   type Environment,
   Idempotency,
   LESSON_PROGRESS_FIGURES,
+  SALES_PRODUCT_FIGURES,
   type IdempotencyClaim,
   RateLimitStore,
   type RateCheck,
@@ -928,6 +929,31 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           })
           expect(shards.length).toBeGreaterThan(0)
           expect(shards.length).toBeLessThanOrEqual(LESSON_PROGRESS_FIGURES.shards)
+        }))
+
+      it.effect("a record counted in several groups (a sales event in each of its products) moves each group's figures", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          const sale = (type: string, productIds: ReadonlyArray<string>, stepId: string | null) => ({ type, product_ids: [...productIds], funnel_step_id: stepId })
+          yield* records.insert(tenant, SALES_PRODUCT_FIGURES.of, "sev_1", sale("approved", ["prd_a", "prd_b"], "fst_1"))
+          yield* records.insert(tenant, SALES_PRODUCT_FIGURES.of, "sev_2", sale("approved", ["prd_a"], null))
+          yield* records.insertMany(tenant, SALES_PRODUCT_FIGURES.of, [
+            { id: "sev_3", data: sale("refunded", ["prd_a", "prd_a"], null) },
+            { id: "sev_4", data: sale("canceled", ["prd_b"], null) }
+          ])
+          // An update moves every group the record leaves or joins; a removal takes it out of each.
+          yield* records.update(tenant, SALES_PRODUCT_FIGURES.of, "sev_2", sale("approved", ["prd_b"], "fst_1"))
+          yield* records.insert(tenant, SALES_PRODUCT_FIGURES.of, "sev_5", sale("chargeback", ["prd_b"], null))
+          yield* records.remove(tenant, SALES_PRODUCT_FIGURES.of, "sev_5")
+          const kept = yield* records.aggregate(tenant, SALES_PRODUCT_FIGURES.type, {
+            where: [{ field: "product_id", op: "in", values: ["prd_a", "prd_b"] }],
+            groupBy: ["product_id"],
+            measures: ["sales_approved", "sales_refunded", "funnel_conversions"].map((field) => ({ kind: "sum", field }) as const)
+          })
+          // prd_a: sev_1 approved via a funnel, sev_3 refunded (its repeated product counted once).
+          // prd_b: sev_1 and sev_2 approved via a funnel.
+          expect(kept).toEqual([{ key: ["prd_a"], values: [1, 1, 1] }, { key: ["prd_b"], values: [2, 0, 2] }])
         }))
     })
 

@@ -108,7 +108,7 @@ const load = Effect.gen(function*() {
     const data = [...fields].map(([field, kind]) =>
       `'${field}', ${parentFields.has(field) ? "to_jsonb('parent_' || (i % 10))" : valueSql(field, kind)}`
     )
-    const json = sql.literal(`jsonb_build_object('object', '${type}', ${data.join(", ")})`)
+    const json = sql.literal(`jsonb_build_object(${[`'object', '${type}'`, ...data].join(", ")})`)
     for (const [t, rows] of [[tenant, 3000] as const, ...otherTenants.map((t) => [t, 400] as const)]) {
       yield* sql`
         INSERT INTO records (account_id, environment, type, id, revision, data)

@@ -7,6 +7,7 @@
 import {
   type AccountStatus,
   type BackgroundOptions,
+  type DnsResolver,
   type Mailer,
   environments,
   eventTypeCatalog,
@@ -16,7 +17,7 @@ import {
   housekeepingPass,
   setAccountStatus
 } from "@syllabus/core"
-import { type EdgeLimits, makeNodeEdge, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
+import { type EdgeLimits, makeMemoryDns, makeNodeEdge, type ServerSettingsShape, type StoreServices, syllabusLayer } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer, type PgLayerOptions } from "@syllabus/pg"
 import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
@@ -119,6 +120,10 @@ export interface HarnessOptions {
   readonly edge?: Partial<EdgeLimits>
   /** Where the outbox's mail goes (e.g. `SmtpMailer` to a test's SMTP server); default `syllabusLayer`'s in-memory outbox. */
   readonly mailer?: Layer.Layer<Mailer>
+  /** Where custom domains' TXT records are read (a test's `makeMemoryDns().layer`); default an in-memory DNS with no record. */
+  readonly dns?: Layer.Layer<DnsResolver>
+  /** The platform's own host (no custom domain under it); default `syllabusLayer`'s. */
+  readonly platformHost?: string
 }
 
 let keyCounter = 0
@@ -150,7 +155,10 @@ export const startHarness = async (
       workers: options.workers ?? true,
       ...(options.background ? { background: options.background } : {}),
       ...(options.settings ? { settings: options.settings } : {}),
-      ...(options.mailer ? { mailer: options.mailer } : {})
+      ...(options.mailer ? { mailer: options.mailer } : {}),
+      // Tests never reach a real resolver: an in-memory DNS with no record unless a test brings its own.
+      dns: options.dns ?? makeMemoryDns().layer,
+      ...(options.platformHost ? { platformHost: options.platformHost } : {})
       // The workers forked while the layer is built must run on the operator's clock too.
     }).pipe(Layer.provide(runsOn)),
     runsOn

@@ -61,7 +61,7 @@ describe("ApiError<Code>", () => {
       "too_many_streams" | "credential_state_unverifiable" | "audit_unavailable"
     >()
     expectTypeOf<CodesOfUseCase<typeof issueCredential>>().toEqualTypeOf<
-      "validation_failed" | "delegation_limit_exceeded" | "internal_error" | "audit_unavailable"
+      "validation_failed" | "delegation_limit_exceeded" | "plan_limit_reached" | "internal_error" | "audit_unavailable"
     >()
     expectTypeOf<CodesOfUseCase<typeof revokeCredential>>().toEqualTypeOf<
       "not_found" | "credential_revoked" | "revision_mismatch" | "internal_error" | "credential_state_unverifiable" | "audit_unavailable"

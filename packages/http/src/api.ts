@@ -4,6 +4,8 @@ import { healthApp } from "./health.js"
 import type { Operation } from "./operation.js"
 import { makeApp, type OutsideApp } from "./pipeline.js"
 import { oauthApp } from "./oauth/app.js"
+import { gatewayNotificationsApp } from "./gateway-notifications.js"
+import { salesEventsRoutes } from "./routes/sales-events.js"
 import { credentialOperations } from "./routes/credentials.js"
 import { makeDescription, openApiOperation } from "./openapi.js"
 import { docsApp } from "./docs-page.js"
@@ -32,6 +34,10 @@ import { supportRoutes } from "./routes/support.js"
 import { questionsRoutes } from "./routes/questions.js"
 import { commentsRoutes } from "./routes/comments.js"
 import { legalRoutes } from "./routes/legal.js"
+import { domainsRoutes } from "./routes/domains.js"
+import { deliveriesRoutes } from "./routes/deliveries.js"
+import { funnelsRoutes } from "./routes/funnels.js"
+import { replicasRoutes } from "./routes/replicas.js"
 
 const served: ReadonlyArray<Operation> = [
   ...credentialOperations,
@@ -53,6 +59,11 @@ const served: ReadonlyArray<Operation> = [
   ...questionsRoutes,
   ...commentsRoutes,
   ...legalRoutes,
+  ...domainsRoutes,
+  ...deliveriesRoutes,
+  ...salesEventsRoutes,
+  ...funnelsRoutes,
+  ...replicasRoutes,
   ...uploadOperations,
   ...operationOperations,
   ...eventOperations,
@@ -70,12 +81,20 @@ export const operations: ReadonlyArray<Operation> = [...served, openApiOperation
 /** The public reference at `/docs` (no credential), with the description the server serves. */
 const docs = docsApp((settings) => description(settings.deprecations))
 
-/** The paths outside `/api/v3`: the operators' probes (`/livez`, `/readyz`), the public reference (`/docs`), then the OAuth server. */
+/**
+ * The paths outside `/api/v3`: the operators' probes (`/livez`, `/readyz`), the public reference
+ * (`/docs`), the payment gateways' signed notifications (`/gateways/{gateway_id}/notifications`),
+ * then the OAuth server.
+ */
 const outside: OutsideApp = (request) =>
   Effect.flatMap(healthApp(request), (answered) =>
     answered !== undefined
       ? Effect.succeed(answered)
-      : Effect.flatMap(docs(request), (documented) => (documented !== undefined ? Effect.succeed(documented) : oauthApp(request)))
+      : Effect.flatMap(docs(request), (documented) =>
+        documented !== undefined
+          ? Effect.succeed(documented)
+          : Effect.flatMap(gatewayNotificationsApp(request), (notified) => (notified !== undefined ? Effect.succeed(notified) : oauthApp(request)))
+      )
   )
 
 export const app = makeApp(operations, outside)

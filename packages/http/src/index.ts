@@ -7,6 +7,8 @@ export { PdfCertificateRenderer, renderCertificatePdf } from "./certificate-rend
 export { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
 export { outcomeOfError, SmtpMailer, type SmtpOptions, type SmtpTls, smtpTransportOptions } from "./smtp-mailer.js"
 export { makeMemoryOutbox, MemoryMailer, type MemoryOutbox, type MemoryOutboxOptions } from "./memory-mailer.js"
+export { makeNodeDnsResolver, NodeDnsResolver, type NodeDnsOptions } from "./node-dns.js"
+export { makeMemoryDns, type MemoryDns } from "./memory-dns.js"
 export { type CryptoKeys, ephemeralKeys, makeNodeCrypto, NodeCrypto } from "./node-crypto.js"
 export { defineOperation, type Operation, type Reply } from "./operation.js"
 export { openApiDocument } from "./openapi.js"

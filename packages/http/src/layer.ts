@@ -9,6 +9,7 @@ import {
   CertificateRenderer,
   ChangeSignals,
   Crypto,
+  PlatformHost,
   FileStorage,
   housekeepingWorker,
   Ids,
@@ -25,6 +26,7 @@ import {
   webhookDeliveryWorker,
   mailWorker,
   Mailer,
+  DnsResolver,
   WebhookSender
 } from "@syllabus/core"
 import { Effect, Layer, Redacted, Stream } from "effect"
@@ -37,6 +39,7 @@ import { OAuthConfig } from "./oauth/app.js"
 import { joseAccessTokens } from "./oauth/grants.js"
 import { PdfCertificateRenderer } from "./certificate-renderer.js"
 import { MemoryMailer } from "./memory-mailer.js"
+import { NodeDnsResolver } from "./node-dns.js"
 
 export interface SyllabusOptions<E = never> {
   /** The record store: `MemoryStore` from `@syllabus/memory`, or `pgLayer(url)` from `@syllabus/pg`. */
@@ -84,6 +87,16 @@ export interface SyllabusOptions<E = never> {
    * read what was sent. Default: `MemoryMailer`, an in-memory outbox (nothing leaves the process).
    */
   readonly mailer?: Layer.Layer<Mailer>
+  /**
+   * Reads the DNS TXT records a custom domain's verification looks for (docs/domains.md):
+   * default `NodeDnsResolver()` (the system's resolvers); `makeMemoryDns().layer` for tests.
+   */
+  readonly dns?: Layer.Layer<DnsResolver>
+  /**
+   * The platform's own host, under which accounts have their addresses (`<subdomain>.<host>`):
+   * no custom domain may be it or under it. Default: the host of `oauthUrl`, when given.
+   */
+  readonly platformHost?: string
 }
 
 const unavailable = Effect.fail(new StorageUnavailable({ cause: "no file storage configured" }))
@@ -135,6 +148,8 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     ChangeSignals.live,
     options.certificateRenderer ?? PdfCertificateRenderer,
     options.mailer ?? MemoryMailer,
+    options.dns ?? NodeDnsResolver(),
+    Layer.succeed(PlatformHost, { host: options.platformHost ?? (options.oauthUrl === undefined ? null : new URL(options.oauthUrl).hostname) }),
     options.webhookSender ??
       (options.onWebhook ? CallbackWebhookSender(options.onWebhook) : NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true }))
   )

@@ -26,6 +26,7 @@ export const makeNodeCrypto = (keys: CryptoKeys): Crypto["Type"] => {
     signCursor: (payload) => createHmac("sha256", cursorKey).update(payload).digest("base64url"),
     sha256Hex: (data) => createHash("sha256").update(data).digest("hex"),
     hmacSha1: (key, message) => new Uint8Array(createHmac("sha1", key).update(message).digest()),
+    hmacSha256: (key, message) => new Uint8Array(createHmac("sha256", key).update(message).digest()),
     randomBytes: (size) => new Uint8Array(randomBytes(size)),
     safeEqual,
     hashPassword: (password) => {

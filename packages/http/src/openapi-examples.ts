@@ -30,6 +30,8 @@ const patternCandidates = [
 /** Readable values for string fields, by name. */
 const stringByName: Readonly<Record<string, string>> = {
   name: "Introduction to photography",
+  // An audit entry's actor: a credential, or a payment gateway (`^(crd|gtw)_…`).
+  credential_id: `crd_${ID_BODY}`,
   revision: "1",
   image: "https://cdn.example.com/images/cover.png",
   external_id: "crm-4411",

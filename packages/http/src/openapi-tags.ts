@@ -74,6 +74,9 @@ const resourceTags: Readonly<Record<string, TagText>> = {
   ticket_messages: { name: "Ticket messages", description: "The messages of a ticket, oldest first: the opening one and the replies; never edited nor removed." },
   departments: { description: "The support desk's departments, in the help centre's order; tickets are routed to them." },
   faqs: { name: "FAQs", description: "The help centre's frequently asked questions, in its order, optionally filed under a department." },
+  funnels: {
+    description: "Sales funnels: ordered steps (pages, the offer, upsells, downsells, a thank-you page) tied to deliveries, with each step's conversions."
+  },
   gamification_rules: { name: "Gamification rules", description: "Rules that award points for what learners do (lessons completed, exams passed, …), in one product or in all." },
   points: { description: "A learner's points: the balance, and the ledger of the points each rule awarded, newest first." },
   reports: {
@@ -86,9 +89,27 @@ const resourceTags: Readonly<Record<string, TagText>> = {
   term_acceptances: {
     description: "Users' acceptances of a version of a legal term, records of fact with their proof (IP address, user agent), shown only with legal_terms.read_proof."
   },
+  deliveries: {
+    name: "Sales deliveries",
+    description: "What a sale grants: products, each as an enrollment with a duration, and tags; and applying a delivery's tags to the users with access through it."
+  },
+  gateways: {
+    name: "Payment gateways",
+    description: "The account's payment gateway connections: their kind, status, write-only credentials and the signing secret of their notifications (shown once)."
+  },
+  sales_events: {
+    name: "Sales events",
+    description: "The lifecycle of each sale as its gateway reported it (approved, refunded, chargeback, canceled, subscription renewed or expired), recorded once per gateway event and acting on the buyer's access."
+  },
   access_emails: {
     name: "Access emails",
     description: "A user's access email, queued in the outbox and sent once through the mail server; the same email to the same address within 10 minutes is refused."
+  },
+  domains: {
+    description: "The account's custom domains (production only): a DNS TXT challenge verifies each one; the primary active domain is where administrators sign in."
+  },
+  replicas: {
+    description: "Links sharing this account's products with another account, which holds read-only copies (replicas) published along with the originals; the target accepts with a token."
   },
   email_bounces: {
     name: "Email bounces",

@@ -91,7 +91,7 @@ const queryRecord = (search: string): Record<string, string | Array<string>> => 
 }
 
 /** Decode with the contract's strictness: unknown names and each problem itemized. */
-const decodeStrict = <S extends Schema.Schema.AnyNoContext>(
+export const decodeStrict = <S extends Schema.Schema.AnyNoContext>(
   schema: S,
   input: unknown,
   location: "field" | "parameter"

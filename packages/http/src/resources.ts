@@ -9,9 +9,11 @@ import {
   createResource,
   deleteResource,
   getResource,
+  isPlanLimited,
   type JsonObject,
   listResources,
   type ParentDefinition,
+  planLimitNote,
   type ResourceDefinition,
   resourceEtag,
   Records,
@@ -58,6 +60,9 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
   const scope = parents[0]?.field
   const representation = representationSchema(definition)
   const tag = definition.tag
+  // A type the account's plan may cap: its create (and restore) may answer 409 `plan_limit_reached`.
+  const planLimit = isPlanLimited(definition.type) ? (["plan_limit_reached"] as const) : []
+  const planNote = planLimitNote(definition.type)
   const { plural } = definition
   const etagged = (record: Parameters<typeof resourceEtag>[1]) => ({ etag: resourceEtag(definition, record) })
   const location = (path: Readonly<Record<string, string>>, id: string) =>
@@ -132,6 +137,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       method: "POST",
       path: definition.path,
       summary: `Create a ${definition.type.replaceAll("_", " ")}.`,
+      ...(planNote ? { description: planNote } : {}),
       tag,
       capability: `${plural}.create`,
       ...(scope ? { scopedBy: scope } : {}),
@@ -139,7 +145,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       body: definition.create,
       idempotency: "required",
       success: { status: 201, description: "The new resource.", schema: representation, headers: ["Location", "ETag"] },
-      errors: [...(definition.unique ? (["already_exists"] as const) : []), ...(definition.writeErrors ?? [])],
+      errors: [...(definition.unique ? (["already_exists"] as const) : []), ...planLimit, ...(definition.writeErrors ?? [])],
       handler: ({ path, body }) =>
         createResource(definition, pathIds(path), body).pipe(
           Effect.map((record) => ({
@@ -156,7 +162,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       summary: `Change a ${definition.type.replaceAll("_", " ")}`,
       description: `Only the fields sent change; \`null\` clears a nullable field.${
         definition.trash ? " `deleted: false` restores it from the trash." : ""
-      }`,
+      }${definition.trash && planNote ? ` ${planNote}` : ""}`,
       tag,
       capability: `${plural}.update`,
       scopedBy: scope ?? item,
@@ -168,6 +174,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       errors: [
         ...(definition.unique ? (["already_exists"] as const) : []),
         ...(definition.replicable ? (["replica_readonly"] as const) : []),
+        ...(definition.trash ? planLimit : []),
         ...(definition.writeErrors ?? [])
       ],
       handler: ({ path, body, expectedRevision }) =>

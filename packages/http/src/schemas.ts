@@ -2,6 +2,7 @@
  * Response shapes, for the OpenAPI description. Requests are decoded with the schemas of
  * `@syllabus/core`; responses are built there too and described here.
  */
+import { planResources } from "@syllabus/core"
 import { Schema } from "effect"
 
 const Timestamp = Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } })
@@ -94,7 +95,13 @@ export const AuditEntrySchema = Schema.Struct({
   action: Schema.String,
   resource_type: Schema.String,
   resource_id: Schema.String,
-  actor: Schema.Struct({ kind: Schema.String, credential_id: Schema.String, administrator_id: Schema.NullOr(Schema.String) }),
+  actor: Schema.Struct({
+    kind: Schema.String.annotations({ description: "`credential`, `admin` (human mode), or `gateway`: a change a payment gateway's signed notification made (a sales event and what it did to access)." }),
+    credential_id: Schema.String.annotations({
+      jsonSchema: { type: "string", pattern: "^(crd|gtw)_[0-9A-Za-z]{9}$", description: "The credential that made the change (`crd_`), or with kind `gateway` the gateway (`gtw_`)." }
+    }),
+    administrator_id: Schema.NullOr(Schema.String)
+  }),
   request_id: Schema.String,
   changes: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   environment: Schema.Literal("production", "sandbox"),
@@ -128,6 +135,21 @@ export const AccountUsageSchema = Schema.Struct({
     origin: Schema.Int,
     instance: Schema.Int,
     key: Schema.Int
+  }),
+  plan: Schema.Struct({
+    name: Schema.NullOr(Schema.String).annotations({ description: "The plan's name as the operator set it (e.g. `starter`); null when unnamed." }),
+    resources: Schema.Array(
+      Schema.Struct({
+        resource: Schema.Literal(...planResources),
+        limit: Schema.NullOr(Schema.Int).annotations({ description: "The most records of the resource the environment may hold; null: unlimited." }),
+        used: Schema.Int.annotations({
+          description: "The slots in use: records not in the trash (administrators not removed, credentials not revoked)."
+        })
+      })
+    ).annotations({ description: "Every resource a plan may limit, in a fixed order, limited or not." })
+  }).annotations({
+    description:
+      "The account's service plan as it applies to this environment: each environment holds up to the limits on its own; administrators are the account's, counted once. A create beyond a limit is 409 `plan_limit_reached`. Only the operator changes the plan."
   })
 }).annotations({ identifier: "AccountUsage" })
 

@@ -8,6 +8,7 @@ import type {
   CapabilityCatalog,
   CertificateRenderer,
   Crypto,
+  DnsResolver,
   FileStorage,
   Idempotency,
   Ids,
@@ -36,6 +37,7 @@ export type AppServices =
   | CapabilityCatalog
   | CertificateRenderer
   | Mailer
+  | DnsResolver
 
 export const RELEASE = "3.4.7"
 

@@ -2,6 +2,8 @@
  * Opening accounts from the server: the demo account of `start --demo`, the operator's
  * `create-account`, and `issue-credentials` for an account whose secrets were lost. Secrets
  * are printed once and stored only as keyed hashes: they can never be shown again.
+ * An account's plan limits (docs/plan-limits.md) are the operator's too: `--plan` and
+ * `--plan-limit` on `create-account`, and `set-plan-limits` for an open account.
  */
 import {
   ACCOUNT_TYPE,
@@ -16,8 +18,12 @@ import {
   openAccount,
   type OpenedAccount,
   PASSWORD_LENGTH,
+  type Plan,
+  type PlanChange,
+  planResources,
   Records,
   SECRET_HASH_KEY,
+  setPlanLimits,
   type StoredRecord,
   UnitOfWork
 } from "@syllabus/core"
@@ -29,6 +35,8 @@ export interface AccountRequest {
   readonly adminEmail: string
   readonly adminName: string
   readonly adminPassword: string
+  /** The plan's limits and name (`--plan-limit`, `--plan`); none: every resource unlimited. */
+  readonly plan?: PlanChange
 }
 
 export const DEMO_ACCOUNT: AccountRequest = {
@@ -49,7 +57,8 @@ export const openAccountFrom = (request: AccountRequest) =>
   openAccount({
     name: request.name,
     subdomain: request.subdomain,
-    administrator: { email: request.adminEmail, name: request.adminName, password: request.adminPassword }
+    administrator: { email: request.adminEmail, name: request.adminName, password: request.adminPassword },
+    ...(request.plan ? { plan: request.plan } : {})
   })
 
 /** The account of a subdomain, if one is open. */
@@ -71,7 +80,8 @@ export const describeAccount = (opened: OpenedAccount, request: AccountRequest):
     `Account ${opened.account.data.name} (${opened.account.id}, subdomain ${opened.account.data.subdomain})`,
     `Administrator ${request.adminEmail} (${opened.administrator.id})${request === DEMO_ACCOUNT ? ` password ${request.adminPassword}` : ""}`,
     "Credentials (shown once, store them now):",
-    ...opened.credentials.map((c) => `  ${c.environment.padEnd(10)} ${c.id}  ${c.secret}`)
+    ...opened.credentials.map((c) => `  ${c.environment.padEnd(10)} ${c.id}  ${c.secret}`),
+    describePlan(opened.plan)
   ]
   return lines.join("\n")
 }
@@ -134,4 +144,44 @@ export const issueCredentials = (subdomain: string) =>
       "New credentials (shown once, store them now):",
       ...credentials.map((c) => `  ${c.environment.padEnd(10)} ${c.id}  ${c.secret}`)
     ].join("\n")
+  })
+
+/**
+ * The plan change of `--plan NAME` and `--plan-limit RESOURCE=N` (repeatable; `N` a whole
+ * number, or `unlimited` to lift a limit), or what is wrong with them.
+ */
+export const planChangeOf = (
+  name: string | undefined,
+  limits: ReadonlyArray<string> | undefined
+): { readonly change: PlanChange } | { readonly problem: string } => {
+  const parsed: Record<string, number | null> = {}
+  for (const entry of limits ?? []) {
+    const match = /^([a-z_]+)=(\d+|unlimited)$/.exec(entry.trim())
+    if (match === null) return { problem: `--plan-limit ${entry}: expected RESOURCE=N or RESOURCE=unlimited (resources: ${planResources.join(", ")})` }
+    const [, resource, value] = match
+    if (!(planResources as ReadonlyArray<string>).includes(resource!)) {
+      return { problem: `--plan-limit ${entry}: unknown resource ${resource} (one of ${planResources.join(", ")})` }
+    }
+    parsed[resource!] = value === "unlimited" ? null : Number(value)
+  }
+  return { change: { ...(name !== undefined ? { name } : {}), limits: parsed } }
+}
+
+/** The plan as the commands print it: its name, then each resource's limit. */
+export const describePlan = (plan: Plan): string =>
+  [
+    `Plan ${plan.name ?? "(unnamed)"}:`,
+    ...planResources.map((resource) => `  ${resource.padEnd(15)} ${plan.limits[resource] ?? "unlimited"}`)
+  ].join("\n")
+
+/**
+ * `set-plan-limits`: change the plan of the account of a subdomain, and describe the plan now in
+ * effect. No account with the subdomain fails the command, as `issue-credentials` does.
+ */
+export const changePlanOf = (subdomain: string, change: PlanChange) =>
+  Effect.gen(function* () {
+    const account = yield* findAccount(subdomain)
+    const plan = account ? yield* setPlanLimits(account.id, change) : undefined
+    if (!account || plan === undefined) return yield* Effect.fail(new Error(`No account has the subdomain ${subdomain}.`))
+    return [`Account ${String(account.data.name)} (${account.id}, subdomain ${String(account.data.subdomain)})`, describePlan(plan)].join("\n")
   })

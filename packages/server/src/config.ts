@@ -13,6 +13,8 @@ export const ServerConfig = Config.all({
   /** Let production webhooks reach http and loopback receivers (local development only). */
   allowLocalWebhooks: Config.boolean("ALLOW_LOCAL_WEBHOOKS").pipe(Config.withDefault(false)),
   docsUrl: Config.string("DOCS_URL").pipe(Config.withDefault("https://docs.syllabus.dev")),
+  /** The platform's own host (`<subdomain>.<host>`): no custom domain may be it or under it (docs/domains.md). */
+  platformHost: Config.option(Config.string("PLATFORM_HOST")),
   traceRequests: Config.boolean("TRACE_REQUESTS").pipe(Config.withDefault(false)),
   /** The access log: one JSON line per request on stdout (`on`, the default), or none (`off`). */
   requestLog: Config.literal("on", "off")("REQUEST_LOG").pipe(Config.withDefault("on" as const)),

@@ -5,10 +5,15 @@
  *   syllabus-server [--demo]          serve on PORT/HOST (in memory unless DATABASE_URL is set)
  *   syllabus-server create-account --name N --subdomain S --admin-email E --admin-name A --admin-password P
  *   syllabus-server issue-credentials --subdomain S   new secrets for an account that lost its own
+ *   syllabus-server set-plan-limits --subdomain S [--plan NAME] --plan-limit RESOURCE=N|unlimited …
  *
- * The two commands write to the database of DATABASE_URL: without one they refuse (an account
+ * `create-account` takes `--plan NAME` and `--plan-limit RESOURCE=N` (repeatable) too; without
+ * them every resource is unlimited (docs/plan-limits.md).
+ *
+ * The commands write to the database of DATABASE_URL: without one they refuse (an account
  * opened in memory would vanish with the command, its printed secrets with it).
  */
+import { changePlan, noPlan, PlanLimitsInvalid } from "@syllabus/core"
 import { type EdgeLimits, jsonLinesTo, makeNodeEdge, SmtpMailer, syllabusLayer } from "@syllabus/http"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect, Layer, Option } from "effect"
@@ -16,13 +21,15 @@ import { createServer } from "node:http"
 import { parseArgs } from "node:util"
 import {
   type AccountRequest,
+  changePlanOf,
   DEMO_ACCOUNT,
   demoAccount,
   describeAccount,
   describeExistingDemo,
   issueCredentials,
   openAccountFrom,
-  passwordProblem
+  passwordProblem,
+  planChangeOf
 } from "./accounts.js"
 import { configuredKeys, deadlineSettingsOf, ServerConfig, smtpOptionsOf } from "./config.js"
 import { fileStorageLayer, storeLayer } from "./store.js"
@@ -35,7 +42,9 @@ const { values, positionals } = parseArgs({
     subdomain: { type: "string" },
     "admin-email": { type: "string" },
     "admin-name": { type: "string" },
-    "admin-password": { type: "string" }
+    "admin-password": { type: "string" },
+    plan: { type: "string" },
+    "plan-limit": { type: "string", multiple: true }
   }
 })
 
@@ -53,6 +62,7 @@ const program = Effect.gen(function* () {
     rateLimits: config.rateLimits,
     allowLocalWebhooks: config.allowLocalWebhooks,
     ...(smtp ? { mailer: SmtpMailer(smtp) } : {}),
+    ...Option.match(config.platformHost, { onNone: () => ({}), onSome: (platformHost) => ({ platformHost }) }),
     settings: {
       docsUrl: config.docsUrl,
       traceRequests: config.traceRequests,
@@ -65,7 +75,7 @@ const program = Effect.gen(function* () {
   })
 
   const command = positionals[0]
-  if ((command === "create-account" || command === "issue-credentials") && store.kind === "memory") {
+  if ((command === "create-account" || command === "issue-credentials" || command === "set-plan-limits") && store.kind === "memory") {
     return yield* Effect.fail(
       new UsageError(
         `${command} needs DATABASE_URL: without a database the account would live in this command's memory and vanish when it exits, its secrets with it.`
@@ -75,6 +85,22 @@ const program = Effect.gen(function* () {
   if (command === "issue-credentials") {
     if (values.subdomain === undefined || values.subdomain === "") return yield* Effect.fail(new UsageError("issue-credentials needs --subdomain"))
     yield* Console.log(yield* issueCredentials(values.subdomain).pipe(Effect.provide(services)))
+    return
+  }
+  // The plan flags are checked whole before any store work: a refusal changes nothing.
+  const plan = planChangeOf(values.plan, values["plan-limit"])
+  if ("problem" in plan) return yield* Effect.fail(new UsageError(`${command ?? "syllabus-server"}: ${plan.problem}`))
+  yield* changePlan(noPlan, plan.change).pipe(Effect.mapError((e) => new UsageError(`${command ?? "syllabus-server"}: ${e.message}.`)))
+  if (command === "set-plan-limits") {
+    if (values.subdomain === undefined || values.subdomain === "") return yield* Effect.fail(new UsageError("set-plan-limits needs --subdomain"))
+    if (values.plan === undefined && (values["plan-limit"] ?? []).length === 0) {
+      return yield* Effect.fail(new UsageError("set-plan-limits needs --plan NAME or --plan-limit RESOURCE=N|unlimited (repeatable)"))
+    }
+    const described = yield* changePlanOf(values.subdomain, plan.change).pipe(
+      Effect.catchIf((e) => e instanceof PlanLimitsInvalid, (e) => Effect.fail(new UsageError(`set-plan-limits: ${e.message}.`))),
+      Effect.provide(services)
+    )
+    yield* Console.log(described)
     return
   }
   if (command === "create-account") {
@@ -90,8 +116,10 @@ const program = Effect.gen(function* () {
     }
     const weak = passwordProblem(request.adminPassword)
     if (weak !== undefined) return yield* Effect.fail(new UsageError(`create-account: ${weak}.`))
-    const opened = yield* openAccountFrom(request).pipe(
+    const planned = values.plan !== undefined || (values["plan-limit"] ?? []).length > 0
+    const opened = yield* openAccountFrom(planned ? { ...request, plan: plan.change } : request).pipe(
       Effect.catchTag("UniqueViolation", () => Effect.fail(new UsageError(`create-account: the subdomain ${request.subdomain} is taken.`))),
+      Effect.catchTag("PlanLimitsInvalid", (e) => Effect.fail(new UsageError(`create-account: ${e.message}.`))),
       Effect.provide(services)
     )
     yield* Console.log(describeAccount(opened, request))

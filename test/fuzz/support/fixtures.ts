@@ -4,6 +4,7 @@
  * generated request names "the product" and each store reads it as its own product's ID.
  */
 import { createHash } from "node:crypto"
+import { Webhook } from "standardwebhooks"
 import type { Harness } from "../../support/harness.js"
 
 /** The kinds a generated request can name, with their ID prefix (§2.2 and open-points). */
@@ -45,7 +46,19 @@ export const fixtureKinds = {
   /** A learner's question on the fixture lesson. */
   question: "qst",
   /** The product's legal term. */
-  legal_term: "lgt"
+  legal_term: "lgt",
+  /** A sales delivery of the product, with the fixture tag. */
+  delivery: "dlv",
+  /** A payment gateway (generic). */
+  gateway: "gtw",
+  /** The gateway's approved sale of the delivery to a buyer of its own, recorded from a signed notification. */
+  sales_event: "sev",
+  /** A custom domain of the account, pending (its verification reads the harness's empty in-memory DNS). */
+  domain: "dom",
+  /** A replica link (pending) sharing the product with another account. */
+  replica: "rpl",
+  /** Not an ID: the subdomain of another account without a link, for the replay's clean `POST /replicas`. */
+  replica_target: "acc"
 } as const
 
 export type FixtureKind = keyof typeof fixtureKinds
@@ -92,7 +105,12 @@ export const pathParamFixture: Readonly<Record<string, FixtureKind>> = {
   department_id: "department",
   faq_id: "faq",
   question_id: "question",
-  legal_term_id: "legal_term"
+  legal_term_id: "legal_term",
+  delivery_id: "delivery",
+  gateway_id: "gateway",
+  sales_event_id: "sales_event",
+  domain_id: "domain",
+  replica_id: "replica"
 }
 
 /** The fixture a body field (or query filter) holding a public ID names, by the field's name. */
@@ -127,6 +145,10 @@ export const fieldFixture = (operationId: string, name: string | undefined): Fix
     exam_id: "exam",
     exam_question_id: "exam_question",
     department_id: "department",
+    delivery_id: "delivery",
+    gateway_id: "gateway",
+    tag_ids: "tag",
+    product_ids: "product",
     alternative_ids: "exam_alternative",
     file: "file",
     image: "file",
@@ -215,6 +237,40 @@ export const makeFixtures = async (h: Harness, tag: string): Promise<Fixtures> =
   // A question of the user on the lesson, and the product's legal term (version 1).
   await create("question", `/products/${product}/questions`, { user_id: made.user, lesson_id: made.lesson, body: { blocks: [{ type: "paragraph", text: "Fuzz question?" }] } })
   await create("legal_term", "/legal-terms", { kind: "product", product_id: product, title: "Fuzz terms", text: "<p>Fuzz</p>" })
+  // A sales delivery of the product with the tag.
+  await create("delivery", "/sales/deliveries", { name: "Fuzz delivery", products: [{ product_id: product, duration_days: 30 }], tag_ids: [made.tag] })
+  // A gateway, and a sale of the delivery to a buyer of its own, notified as a gateway does (Standard Webhooks).
+  const gateway = (await call("POST", "/sales/gateways", { kind: "generic", name: "Fuzz gateway" })).body.data
+  made.gateway = gateway.id
+  const buyer = (await call("POST", "/users", { name: "Fuzz buyer", email: `fuzz-buyer-${tag}@example.com` })).body.data.id as string
+  const notification = JSON.stringify({
+    id: `fuzz-sale-${tag}`,
+    type: "approved",
+    occurred_at: new Date().toISOString(),
+    sale_id: "fuzz-sale",
+    delivery_id: made.delivery,
+    user_id: buyer,
+    amount: 1000,
+    currency: "USD"
+  })
+  const signedAt = new Date()
+  const notified = await h.request("POST", gateway.notification_path, {
+    raw: notification,
+    idempotencyKey: null,
+    headers: {
+      "content-type": "application/json",
+      "webhook-id": `fuzz-${tag}`,
+      "webhook-timestamp": String(Math.floor(signedAt.getTime() / 1000)),
+      "webhook-signature": new Webhook(gateway.secret.value).sign(`fuzz-${tag}`, signedAt, notification)
+    }
+  })
+  if (notified.status !== 200) throw new Error(`fixture notification → ${notified.status} ${notified.text}`)
+  made.sales_event = notified.body.data.id
+  await create("domain", "/domains", { hostname: `fuzz-${tag.toLowerCase().replace(/[^a-z0-9]+/g, "-")}-${Date.now().toString(36)}.example.com` })
+  // A pending replica link sharing the product with another account of the store.
+  const partner = await h.openAccount(`fuzz-partner-${tag.toLowerCase().replace(/[^a-z0-9]+/g, "-")}-${Date.now().toString(36)}`)
+  await create("replica", "/replicas", { target_subdomain: String(partner.account.data.subdomain), product_ids: [product] })
+  made.replica_target = String((await h.openAccount(`fuzz-target-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}`)).account.data.subdomain)
   for (const kind of Object.keys(fixtureKinds) as Array<FixtureKind>) {
     if (made[kind] === undefined) throw new Error(`no fixture ${kind}`)
   }

@@ -1,11 +1,13 @@
 /**
  * Accounts and their administrators, and the operator's way to open an account: one
  * administrator and one credential per environment, in `both` mode with every capability,
- * whose secrets are returned once.
+ * whose secrets are returned once, and the account's service plan (`limits/plan-limits.ts`),
+ * which only the operator sets.
  */
 import { Clock, Effect } from "effect"
 import { Crypto } from "../ports/crypto.js"
 import { type Environment, environments, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
+import { changePlan, noPlan, type Plan, type PlanChange, planOf, planUsage, writePlan } from "../limits/plan-limits.js"
 import { formatTimestamp } from "../records/time.js"
 import { Ids } from "./context.js"
 import { ADMINISTRATOR_TYPE, CREDENTIAL_TYPE, credentialData, newSecret, SECRET_HASH_KEY } from "./credentials.js"
@@ -24,12 +26,16 @@ export interface OpenAccountInput {
   readonly name: string
   readonly subdomain: string
   readonly administrator: { readonly email: string; readonly name: string; readonly password: string }
+  /** The service plan's limits (default: none, every resource unlimited). */
+  readonly plan?: PlanChange
 }
 
 export interface OpenedAccount {
   readonly account: StoredRecord
   readonly administrator: StoredRecord
   readonly credentials: ReadonlyArray<{ readonly environment: Environment; readonly id: string; readonly secret: string }>
+  /** The plan it was opened with (`noPlan` unless `OpenAccountInput.plan` set one). */
+  readonly plan: Plan
 }
 
 /** Open an account with its first administrator and a full-access credential per environment. */
@@ -44,6 +50,7 @@ export const openAccount = Effect.fn("Accounts.open")(function* (input: OpenAcco
   const accountId = yield* ids.next("account")
   const home = accountHome(accountId)
   const adminId = yield* ids.next("administrator")
+  const plan = input.plan === undefined ? noPlan : yield* changePlan(noPlan, input.plan)
 
   return yield* uow.transaction(
     Effect.gen(function* () {
@@ -94,7 +101,8 @@ export const openAccount = Effect.fn("Accounts.open")(function* (input: OpenAcco
           return { environment, id, secret: secret.value }
         })
       )
-      return { account, administrator, credentials } satisfies OpenedAccount
+      if (input.plan !== undefined) yield* writePlan(accountId, plan)
+      return { account, administrator, credentials, plan } satisfies OpenedAccount
     })
   )
 })
@@ -107,3 +115,23 @@ export const setAccountStatus = Effect.fn("Accounts.setStatus")(function* (accou
   yield* records.update(accountHome(accountId), ACCOUNT_TYPE, accountId, { ...account.data, status })
   return true
 })
+
+/**
+ * Operator action: change an account's plan limits (`PlanChange`: a limit to set, `null` to
+ * lift one; what is not named stays), in both environments. Answers the plan now in effect, or
+ * `undefined` when no account has this ID. Lowering a limit below the usage removes nothing.
+ */
+export const setPlanLimits = Effect.fn("Accounts.setPlanLimits")(function* (accountId: string, change: PlanChange) {
+  const uow = yield* UnitOfWork
+  return yield* uow.transaction(
+    Effect.gen(function* () {
+      if (!(yield* loadAccount(accountId))) return undefined
+      const plan = yield* changePlan(yield* planOf(accountHome(accountId)), change)
+      yield* writePlan(accountId, plan)
+      return plan
+    })
+  )
+})
+
+/** The plan of the caller's environment with its usage, as `GET /account/usage` shows it. */
+export const accountPlanUsage = (tenant: Tenant) => planUsage(tenant, accountHome(tenant.accountId))

@@ -5,6 +5,7 @@
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import { type ApiError, apiError, type DetailItem, fieldError, validationFailed, writeUnavailable, readUnavailable } from "../errors/errors.js"
+import { requirePlanSlot } from "../limits/plan-limits.js"
 import { Crypto } from "../ports/crypto.js"
 import {
   type Environment,
@@ -303,6 +304,8 @@ export const issueCredential = Effect.fn("Credentials.issue")(function* (body: t
   const record = yield* uow
     .transaction(
       Effect.gen(function* () {
+        // The account's plan may cap the credentials of an environment (409 `plan_limit_reached`).
+        yield* requirePlanSlot(caller.tenant, CREDENTIAL_TYPE)
         const stored = yield* records.insert(caller.tenant, CREDENTIAL_TYPE, id, data, [
           { name: SECRET_HASH_KEY, value: secret.hash, global: true }
         ])

@@ -118,6 +118,25 @@ const templatePatterns: ReadonlyArray<TemplatePatterns> = [
     patterns: ["legal_terms.*", "term_acceptances.*", "users.read"]
   },
   {
+    id: "sales_manager",
+    name: "Sales manager",
+    description: "Sets up what the account sells (deliveries, gateways, funnels), reads its sales events, and applies a delivery's tags to its buyers.",
+    // Reads what a delivery names (products, tags) and whom it reaches (users, enrollments), and the operations it starts.
+    patterns: ["deliveries.*", "gateways.*", "sales_events.*", "funnels.*", "products.read", "tags.read", "users.read", "enrollments.read", "operations.read"]
+  },
+  {
+    id: "domain_manager",
+    name: "Domain manager",
+    description: "Adds and verifies the account's custom domains, chooses the primary one and removes them.",
+    patterns: ["domains.*"]
+  },
+  {
+    id: "replica_manager",
+    name: "Replica manager",
+    description: "Shares products with other accounts (replica links: create, change, unlink, accept one from another account) and follows their copy operations.",
+    patterns: ["replicas.*", "products.read", "operations.read"]
+  },
+  {
     id: "integration_events",
     name: "Event integration",
     description: "Reads events and manages webhooks and event streams.",

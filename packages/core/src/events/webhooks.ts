@@ -227,18 +227,26 @@ export const webhooksOperationKinds: Readonly<Record<string, OperationKind>> = {
 // ---------------------------------------------------------------------------------------
 // Use cases beyond the derived ones
 
-/** Standard Webhooks: `whsec_` and the base64 of 24 random bytes. */
-const newSigningSecret = Effect.map(Crypto, (crypto) => `whsec_${Encoding.encodeBase64(crypto.randomBytes(24))}`)
+/** Standard Webhooks: `whsec_` and the base64 of 24 random bytes (a gateway's notification secret too, sales/gateways.ts). */
+export const newSigningSecret = Effect.map(Crypto, (crypto) => `whsec_${Encoding.encodeBase64(crypto.randomBytes(24))}`)
 
-/** The representation with the secret shown once (`secret.value`, as on credentials). */
-const withSecret = (record: StoredRecord) => ({ ...resourceView(webhooks, record), secret: { value: String(record.data.secret) } })
+/** A resource's representation with its signing secret shown once (`secret.value`, as on credentials): webhooks, gateways. */
+export const viewWithSecret = (definition: ResourceDefinition, record: StoredRecord) => ({
+  ...resourceView(definition, record),
+  secret: { value: String(record.data.secret) }
+})
 
-export const createWebhook = (body: CreateBody) =>
+/** Create a resource that signs with a fresh Standard Webhooks secret (`signing_secret` in its create input), shown in this answer only. */
+export const createWithSigningSecret = <Body extends object>(definition: ResourceDefinition, body: Body) =>
   Effect.gen(function* () {
     const signing_secret = yield* newSigningSecret
-    const record = yield* createResource(webhooks, {}, { ...body, signing_secret } satisfies CreateInput)
-    return { record, view: withSecret(record) }
+    const record = yield* createResource(definition, {}, { ...body, signing_secret })
+    return { record, view: viewWithSecret(definition, record) }
   })
+
+const withSecret = (record: StoredRecord) => viewWithSecret(webhooks, record)
+
+export const createWebhook = (body: CreateBody) => createWithSigningSecret(webhooks, body satisfies Omit<CreateInput, "signing_secret">)
 
 /** A new secret replaces the current one at once; its value is in this response only. */
 export const rotateWebhookSecret = (id: string) =>

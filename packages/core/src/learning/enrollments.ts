@@ -19,6 +19,10 @@
  *   process and in each retention pass) turns due active enrollments `expired`, with the
  *   event `enrollment.expired`. Reads show the stored status, so filters and reads always
  *   agree; writes that need an active enrollment (progress) also refuse an overdue one.
+ * - `delivery_id` (nullable, set only by the platform): the sales delivery whose sale gave or
+ *   last extended this access (sales/delivery-access.ts); null for any other source. It is
+ *   filterable, and indexed with `status` and `user_id` so the users with access through a
+ *   delivery are found by index (a delivery's tag applications).
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import { Caller, type CallerInfo } from "../access/context.js"
@@ -81,6 +85,13 @@ export const findActiveEnrollment = (userId: string, productId: string) =>
       .pipe(Effect.mapError(readUnavailable))
   })
 
+/**
+ * The delivery of an enrollment the platform creates for a sale (`createDeliveryEnrollment`):
+ * the public create body has no `delivery_id` (422 `unknown_field`), so only that path sets it.
+ */
+const deliveryOf = (body: object): string | null =>
+  "delivery_id" in body && typeof body.delivery_id === "string" ? body.delivery_id : null
+
 /** 409 `already_exists` on `product_id` when another active enrollment of the user and product exists. */
 const requireNoOtherActive = (userId: string, productId: string, selfId: string) =>
   Effect.gen(function* () {
@@ -131,7 +142,10 @@ export const enrollments: ResourceDefinition = defineResource({
     expires_at: Schema.NullOr(Schema.String).annotations({ description: "When access ends; null: no expiry." }),
     completed_at: Schema.NullOr(Schema.String).annotations({ description: "When every published lesson of the product was first completed; it stays set." }),
     progress_percent: Schema.Int.annotations({ description: "Completed lessons over the product's published, non-trashed lessons, 0 to 100 (rounded down)." }),
-    canceled_at: Schema.NullOr(Schema.String)
+    canceled_at: Schema.NullOr(Schema.String),
+    delivery_id: Schema.NullOr(Schema.String).annotations({
+      description: "The sales delivery (`dlv_…`) whose sale gave or last extended this access; null when it came another way. Set by the platform only."
+    })
   },
   create: Schema.Struct({
     user_id: PublicId("user"),
@@ -168,6 +182,7 @@ export const enrollments: ResourceDefinition = defineResource({
         completed_at: null,
         progress_percent: 0,
         canceled_at: null,
+        delivery_id: deliveryOf(body),
         [ACTIVE_KEY]: activeKey(body.user_id, body.product_id)
       }
     }),
@@ -223,6 +238,7 @@ export const enrollments: ResourceDefinition = defineResource({
     user_id: equalsFilter("user_id", PublicId("user"), "Enrollments of this user."),
     "product_id[]": productIdsFilter,
     status: equalsFilter("status", Status),
+    delivery_id: equalsFilter("delivery_id", PublicId("delivery"), "Enrollments given or last extended by this sales delivery."),
     ...rangeFilters("created", "created_at"),
     ...rangeFilters("starts", "starts_at"),
     ...rangeFilters("expires", "expires_at")
@@ -255,6 +271,18 @@ export const renameActiveKeyConflict = <E extends ApiError>(e: E): E | ApiError<
 
 /** `POST /enrollments`: the machinery's create, its rare race on the unique key named as the pre-check names it. */
 export const createEnrollment = (body: unknown) => createResource(enrollments, {}, body).pipe(Effect.mapError(renameActiveKeyConflict))
+
+/**
+ * An enrollment a sale gives (sales/delivery-access.ts): source `delivery`, `delivery_id` set,
+ * the same rules and events as `POST /enrollments`, in the caller's unit of work.
+ */
+export const createDeliveryEnrollment = (input: {
+  readonly user_id: string
+  readonly product_id: string
+  readonly delivery_id: string
+  readonly starts_at: string
+  readonly expires_at: string | null
+}) => createEnrollment({ ...input, source: "delivery" })
 
 /** `POST /enrollments/{enrollment_id}/cancellations`: `active` or `expired` → `canceled` (final), event `enrollment.canceled`. */
 export const cancelEnrollment = Effect.fn("Enrollments.cancel")(function* (id: string) {

@@ -51,7 +51,7 @@ import {
 } from "../records/resource.js"
 import { List, PublicId } from "../records/schema.js"
 import { formatTimestamp, MINUTE, parseTimestamp } from "../records/time.js"
-import { USER_TYPE } from "../people/people-users.js"
+import { requireLiveUser, USER_TYPE } from "../people/people-users.js"
 import { effectiveAnswerKey } from "./exam-questions.js"
 import { findOpenEnrollment } from "./enrollments.js"
 import { rewardAttempt } from "./rewards.js"
@@ -120,16 +120,6 @@ const attemptsOfUser = (examId: string, userId: string) =>
       )
       .pipe(Effect.mapError(readUnavailable))
     return group?.count ?? 0
-  })
-
-/** The user, not trashed: else 422 on `user_id`. */
-const requireUser = (userId: string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const user = yield* records.get(caller.tenant, USER_TYPE, userId).pipe(Effect.mapError(readUnavailable))
-    if (!user || user.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", "user_id", { reason: "not_found" }))
-    return user
   })
 
 /** The user's open enrollment in the product; else 409 `not_enrolled`. */
@@ -246,7 +236,7 @@ export const examAttempts: ResourceDefinition = defineResource({
       if (!exam) return yield* Effect.fail(apiError("not_found"))
       const productId = String(exam.data.product_id)
       const settings = examSettings(exam.data)
-      yield* requireUser(body.user_id)
+      yield* requireLiveUser(body.user_id)
       const questions = yield* questionsOf(exam.id)
       const byId = new Map(questions.map((q) => [q.id, q]))
       const drawn = settings.questions_count > 0 && settings.questions_count < questions.length ? settings.questions_count : undefined

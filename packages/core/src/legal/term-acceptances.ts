@@ -25,7 +25,7 @@ import { Effect, Option, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { allows, visibleResources } from "../access/policies.js"
 import { apiError, fieldError, readUnavailable } from "../errors/errors.js"
-import { USER_TYPE } from "../people/people-users.js"
+import { requireLiveUser, USER_TYPE } from "../people/people-users.js"
 import { type AccessPath, type JsonObject, listPath, Records, type StoredRecord, type Where } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import {
@@ -137,8 +137,7 @@ export const termAcceptances: ResourceDefinition = defineResource({
       const legalTermId = String(context.parentId)
       const term = yield* records.get(caller.tenant, LEGAL_TERM_TYPE, legalTermId).pipe(Effect.mapError(readUnavailable))
       if (!term) return yield* Effect.fail(apiError("not_found"))
-      const user = yield* records.get(caller.tenant, USER_TYPE, body.user_id).pipe(Effect.mapError(readUnavailable))
-      if (!user || user.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", "user_id", { reason: "not_found" }))
+      yield* requireLiveUser(body.user_id)
       const version = body.version > Number(term.data.current_version) ? undefined : yield* findVersion(legalTermId, body.version)
       if (!version) return yield* Effect.fail(fieldError("validation_failed", "version", { reason: "not_found" }))
       const key = acceptanceKey(legalTermId, body.user_id, body.version)

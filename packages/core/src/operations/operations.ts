@@ -130,24 +130,56 @@ export const startOperation = Effect.fn("Operations.start")(function* (
     lease_until: null
   } satisfies JsonObject
   const record = yield* records.insert(caller.tenant, OPERATION_TYPE, id, data).pipe(Effect.mapError(writeUnavailable))
-  const itemRows = yield* Effect.forEach(items, (item) =>
-    Effect.map(ids.next("operation_item"), (itemId) => ({
-      id: itemId,
-      data: {
-        object: "operation_item",
-        id: itemId,
-        operation_id: id,
-        key: item.key,
-        status: "queued",
-        error: null,
-        result: null,
-        created_at: at,
-        finished_at: null,
-        payload: item.payload
-      }
-    })))
-  yield* records.insertMany(caller.tenant, OPERATION_ITEM_TYPE, itemRows).pipe(Effect.mapError(writeUnavailable))
+  yield* recordItems(id, at, items)
   return operationView(record)
+})
+
+/** The queued items of an operation, in one store write. */
+const recordItems = (operationId: string, at: string, items: ReadonlyArray<{ readonly key: string; readonly payload: JsonObject }>) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const ids = yield* Ids
+    const itemRows = yield* Effect.forEach(items, (item) =>
+      Effect.map(ids.next("operation_item"), (itemId) => ({
+        id: itemId,
+        data: {
+          object: "operation_item",
+          id: itemId,
+          operation_id: operationId,
+          key: item.key,
+          status: "queued",
+          error: null,
+          result: null,
+          created_at: at,
+          finished_at: null,
+          payload: item.payload
+        }
+      })))
+    yield* records.insertMany(caller.tenant, OPERATION_ITEM_TYPE, itemRows).pipe(Effect.mapError(writeUnavailable))
+  })
+
+/**
+ * More items of an operation being started, in the unit of work that started it: a large set
+ * enumerated through an index is recorded page by page (`startOperation` with the first page,
+ * then this per page), never held whole. Its `progress.total` grows with them.
+ */
+export const addOperationItems = Effect.fn("Operations.addItems")(function* (
+  operationId: string,
+  items: ReadonlyArray<{ readonly key: string; readonly payload: JsonObject }>
+) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const current = yield* records.get(caller.tenant, OPERATION_TYPE, operationId).pipe(Effect.mapError(writeUnavailable))
+  if (!current || current.data.status !== "queued") return yield* Effect.fail(apiError("not_found"))
+  yield* recordItems(operationId, String(current.data.created_at), items)
+  const progress = current.data.progress as { done: number; failed: number; total: number }
+  const saved = yield* records
+    .update(caller.tenant, OPERATION_TYPE, operationId, { ...current.data, progress: { ...progress, total: progress.total + items.length } }, {
+      expectedRevision: current.revision
+    })
+    .pipe(Effect.mapError(writeUnavailable))
+  return operationView(saved)
 })
 
 /** The caller's operation, while it is retained (else 404, as if it never was). */
@@ -279,14 +311,23 @@ const itemFailure = (error: unknown, resourceId: string | null) =>
       }
     : { code: "internal_error", message: renderMessage("en-US", "internal_error"), field: null, reason: null, resource_id: resourceId }
 
+/** Every item of an operation, read in pages of 1,000 (an operation recorded page by page may hold more). */
 const itemsOf = (operation: StoredRecord) =>
-  Effect.flatMap(Records, (records) =>
-    records.list(operation.tenant, OPERATION_ITEM_TYPE, {
-      where: [{ field: "operation_id", op: "eq", value: operation.id }],
-      sort: { field: "id", kind: "text", direction: "asc" },
-      limit: 1000
-    })
-  )
+  Effect.gen(function* () {
+    const records = yield* Records
+    const out: Array<StoredRecord> = []
+    for (;;) {
+      const last = out.at(-1)
+      const page = yield* records.list(operation.tenant, OPERATION_ITEM_TYPE, {
+        where: [{ field: "operation_id", op: "eq", value: operation.id }],
+        sort: { field: "id", kind: "text", direction: "asc" },
+        after: last ? { value: last.id, id: last.id } : undefined,
+        limit: 1000
+      })
+      out.push(...page)
+      if (page.length < 1000) return out
+    }
+  })
 
 const progressOf = (items: ReadonlyArray<StoredRecord>) => ({
   done: items.filter((i) => i.data.status === "succeeded").length,

@@ -18,6 +18,7 @@ import { Caller, type CallerInfo, Ids } from "../access/context.js"
 import { accountTenant, ADMINISTRATOR_TYPE, CREDENTIAL_TYPE } from "../access/credentials.js"
 import { apiError, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
+import { requirePlanSlot } from "../limits/plan-limits.js"
 import { Crypto } from "../ports/crypto.js"
 import { environments, type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
@@ -228,6 +229,8 @@ export const createAdministrator = (body: CreateAdministratorInput) =>
       created_at: now,
       updated_at: now
     }
+    // The account's plan may cap its administrators (409 `plan_limit_reached`), checked in this unit of work.
+    yield* requirePlanSlot(tenant, ADMINISTRATOR_TYPE)
     const record = yield* records.insert(tenant, ADMINISTRATOR_TYPE, id, data, [{ name: "email", value: fields.email }]).pipe(
       Effect.catchTags({
         UniqueViolation: () => Effect.fail(fieldError("already_exists", "email")),

@@ -25,6 +25,16 @@ import { allRecords, mergeCustomFieldValues } from "./people-custom-fields.js"
 
 
 export const USER_TYPE = "user"
+
+/** A user of the caller's tenant, not trashed, named by a body's `user_id`: else 422 on `user_id` (reason `not_found`). */
+export const requireLiveUser = (userId: string) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const user = yield* records.get(caller.tenant, USER_TYPE, userId).pipe(Effect.mapError(readUnavailable))
+    if (!user || user.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", "user_id", { reason: "not_found" }))
+    return user
+  })
 export const TAG_TYPE = "tag"
 /** One tag assigned to one user: `{ user_id, tag_id }`. */
 export const USER_TAG_TYPE = "user_tag"

@@ -15,6 +15,8 @@ export class Crypto extends Context.Tag("@syllabus/core/Crypto")<
     readonly sha256Hex: (data: string) => string
     /** HMAC-SHA-1 (one-time passwords of RFC 4226/6238 need it). */
     readonly hmacSha1: (key: Uint8Array, message: Uint8Array) => Uint8Array
+    /** HMAC-SHA256 (a gateway's signed notifications, Standard Webhooks). */
+    readonly hmacSha256: (key: Uint8Array, message: Uint8Array) => Uint8Array
     /** Cryptographically strong random bytes. */
     readonly randomBytes: (size: number) => Uint8Array
     /** Constant-time string comparison. */

@@ -64,7 +64,9 @@ export const idPrefixes = {
   question_reply: "qrp",
   email_message: "eml",
   email_bounce: "ebn",
-  ticket_message: "tkm"
+  ticket_message: "tkm",
+  funnel: "fnl",
+  funnel_step: "fst"
 } as const
 
 export type IdKind = keyof typeof idPrefixes

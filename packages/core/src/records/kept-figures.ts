@@ -6,7 +6,8 @@
  *
  * - A declaration (`KeptFigures`) names the counted type, the field grouping it and the
  *   measures: each the number one record contributes (1 or 0 for a count, a field's value for
- *   a sum), a pure function of the record's data.
+ *   a sum), a pure function of the record's data. A record counts in one group (its `groupBy`
+ *   value) or, with `groups`, in several (a sales event in each of its products).
  * - `keepingFigures` wraps a store's `Records`: a write of a counted record (insert, insertMany,
  *   update, remove) adds the difference it makes (what the record contributes now, less what
  *   it contributed before) to its group's figures, in the same unit of work as the write. A
@@ -27,6 +28,11 @@ export interface KeptFigures {
   readonly of: string
   /** The field of a counted record that names its group; also a field of each figure record. */
   readonly groupBy: string
+  /**
+   * The groups a counted record belongs to, when not the single `groupBy` value: e.g. a sales
+   * event counts in each of its `product_ids`. Each group gets the record's whole contribution.
+   */
+  readonly groups?: (data: JsonObject) => ReadonlyArray<string>
   /** Figure records per group. */
   readonly shards: number
   /** Each measure: what one record with this data adds to the group's figure of that name. */
@@ -35,13 +41,17 @@ export interface KeptFigures {
 
 type Contribution = { readonly group: string; readonly values: Readonly<Record<string, number>> }
 
-const contributionOf = (figures: KeptFigures, data: JsonObject | undefined): Contribution | undefined => {
-  if (data === undefined) return undefined
+const groupsOf = (figures: KeptFigures, data: JsonObject): ReadonlyArray<string> => {
+  if (figures.groups !== undefined) return [...new Set(figures.groups(data))]
   const group = data[figures.groupBy]
-  if (typeof group !== "string") return undefined
+  return typeof group === "string" ? [group] : []
+}
+
+const contributionsOf = (figures: KeptFigures, data: JsonObject | undefined): ReadonlyArray<Contribution> => {
+  if (data === undefined) return []
   const values: Record<string, number> = {}
   for (const [name, measure] of Object.entries(figures.measures)) values[name] = measure(data)
-  return { group, values }
+  return groupsOf(figures, data).map((group) => ({ group, values }))
 }
 
 /** The shard of a counted record: a stable hash of its ID (FNV-1a), modulo the shards. */
@@ -64,16 +74,18 @@ export const figureChanges = (
   moves: ReadonlyArray<{ readonly id: string; readonly before: JsonObject | undefined; readonly after: JsonObject | undefined }>
 ): ReadonlyArray<{ readonly id: string; readonly group: string; readonly deltas: Readonly<Record<string, number>> }> => {
   const changes = new Map<string, { id: string; group: string; deltas: Record<string, number> }>()
-  const add = (recordId: string, contribution: Contribution | undefined, sign: 1 | -1) => {
-    if (contribution === undefined) return
+  const add = (recordId: string, contributions: ReadonlyArray<Contribution>, sign: 1 | -1) => {
+    for (const contribution of contributions) addOne(recordId, contribution, sign)
+  }
+  const addOne = (recordId: string, contribution: Contribution, sign: 1 | -1) => {
     const id = figureId(contribution.group, figureShard(recordId, figures.shards))
     const change = changes.get(id) ?? { id, group: contribution.group, deltas: {} }
     for (const [name, value] of Object.entries(contribution.values)) change.deltas[name] = (change.deltas[name] ?? 0) + sign * value
     changes.set(id, change)
   }
   for (const move of moves) {
-    add(move.id, contributionOf(figures, move.before), -1)
-    add(move.id, contributionOf(figures, move.after), 1)
+    add(move.id, contributionsOf(figures, move.before), -1)
+    add(move.id, contributionsOf(figures, move.after), 1)
   }
   return [...changes.values()].flatMap((change) => {
     const deltas = Object.fromEntries(Object.entries(change.deltas).filter(([, value]) => value !== 0))

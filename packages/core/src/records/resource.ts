@@ -13,6 +13,7 @@ import { Clock, Effect, Option, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { type ApiError, apiError, type DetailItem, type ErrorCode, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
+import { requirePlanSlot } from "../limits/plan-limits.js"
 import type { Crypto } from "../ports/crypto.js"
 import {
   type Json,
@@ -103,6 +104,11 @@ export interface ResourceDefinition<
   readonly nullDefaults?: JsonObject
   /** Identifiers unique among the non-trashed records of the tenant: 409 `already_exists` on the field. */
   readonly unique?: ReadonlyArray<string>
+  /**
+   * Identifiers unique across every account and environment (a global unique key, e.g. a custom
+   * domain's host name): 409 `already_exists` on the field, whoever holds it.
+   */
+  readonly uniqueAcrossAccounts?: ReadonlyArray<string>
   /** DELETE moves to the trash (and `PATCH deleted=false` restores); else DELETE removes for good. */
   readonly trash: boolean
   /** Replicated records are read-only except `status` (3.3.0). */
@@ -267,9 +273,12 @@ const searchText = (definition: ResourceDefinition, data: JsonObject): string | 
 const uniqueKeys = (definition: ResourceDefinition, data: JsonObject): ReadonlyArray<UniqueKey> =>
   data.deleted === true
     ? []
-    : (definition.unique ?? []).flatMap((field) => {
+    : [
+        ...(definition.unique ?? []).map((field) => ({ field, global: false })),
+        ...(definition.uniqueAcrossAccounts ?? []).map((field) => ({ field, global: true }))
+      ].flatMap(({ field, global }) => {
         const value = data[field]
-        return typeof value === "string" && value !== "" ? [{ name: field, value }] : []
+        return typeof value === "string" && value !== "" ? [{ name: field, value, ...(global ? { global } : {}) }] : []
       })
 
 /** Fields stored beside the representation, for the store's filters. */
@@ -379,6 +388,8 @@ export const createResource = (definition: ResourceDefinition, parentIds: Readon
       updated_at: at,
       deleted: false
     })
+    // The account's plan may cap this type (409 `plan_limit_reached`), checked in this unit of work.
+    yield* requirePlanSlot(caller.tenant, definition.type)
     const record = yield* records.insert(caller.tenant, definition.type, id, data, uniqueKeys(definition, data)).pipe(
       Effect.catchTags({
         UniqueViolation: (e) => Effect.fail(fieldError("already_exists", e.name)),
@@ -459,6 +470,8 @@ export const updateResource = (
       : mergePatch(definition, current.data, patch)
     if (definition.rules?.check) yield* definition.rules.check(merged, current.data)
     const restoring = trashed && body.deleted === false
+    // A restored record takes a slot of the plan again, as a create does.
+    if (restoring) yield* requirePlanSlot(caller.tenant, definition.type)
     const saved = yield* saveResource(definition, current, { ...merged, deleted: false }, current.revision)
     if (definition.rules?.afterUpdate) yield* definition.rules.afterUpdate(current, saved)
     if (restoring) yield* recordResourceChange(definition, "restored", resourceView(definition, saved), resourceView(definition, current))

@@ -24,6 +24,8 @@ import { mailAccessPaths } from "../mail/outbox.js"
 import { supportReportAccessPaths } from "../reports/support-report.js"
 import { commentsAccessPaths } from "../support/comments.js"
 import { legalAccessPaths } from "../legal/term-acceptances.js"
+import { replicasAccessPaths } from "../account/replicas.js"
+import { salesAccessPaths } from "../sales/sales.js"
 import { describedResources } from "./resources.js"
 
 /** Sign-in (`@syllabus/http`'s OAuth login) finds an administrator's other accounts by email. */
@@ -48,7 +50,9 @@ export const declaredAccessPaths: ReadonlyArray<AccessPath> = [
   ...mailAccessPaths,
   ...commentsAccessPaths,
   ...supportReportAccessPaths,
-  ...legalAccessPaths
+  ...legalAccessPaths,
+  ...replicasAccessPaths,
+  ...salesAccessPaths
 ]
 
 /** The paths of `definitions` (every described resource by default) and the declared ones. */

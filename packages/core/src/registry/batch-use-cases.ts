@@ -31,6 +31,7 @@ import type { Crypto } from "../ports/crypto.js"
 import type { JsonObject, Records, StoredRecord } from "../ports/store.js"
 import type { ResourceDefinition } from "../records/resource.js"
 import { createTicket, tickets, ticketViews } from "../support/tickets.js"
+import { funnels, funnelViews } from "../sales/funnels.js"
 
 export type BatchAction = "create" | "update" | "delete"
 
@@ -107,5 +108,7 @@ export const batchResources: ReadonlyArray<BatchResource> = [
   },
   // Tickets: `createTicket` writes the opening message with the ticket (as `POST
   // /support/tickets`); personal data of the requester shown only with `users.read_personal`.
-  { definition: tickets, useCases: { create: (_parents, body) => createTicket(body), view: ticketViews } }
+  { definition: tickets, useCases: { create: (_parents, body) => createTicket(body), view: ticketViews } },
+  // Funnels: the generic writes, shown with each step's conversion counts (as `/sales/funnels`).
+  { definition: funnels, useCases: { view: funnelViews } }
 ]

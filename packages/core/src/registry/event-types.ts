@@ -19,6 +19,9 @@ import { LESSON_PROGRESS_TYPE, lessonProgressFields } from "../learning/progress
 import { POINT_ENTRY_TYPE, pointEntryEventVerbs } from "../learning/gamification.js"
 import { legalEventVerbs } from "../legal/legal.js"
 import { EMAIL_BOUNCE_TYPE, EMAIL_MESSAGE_TYPE, emailBounceEventVerbs, emailBounceFields, emailMessageEventVerbs, emailMessageFields } from "../mail/outbox.js"
+import { DOMAIN_TYPE, domainEventVerbs } from "../account/domains.js"
+import { REPLICA_TYPE, replicaEventVerbs } from "../account/replicas.js"
+import { SALES_EVENT_TYPE, salesEventEventVerbs } from "../sales/sales-events.js"
 import { describedResources } from "./resources.js"
 
 export interface EventTypeEntry {
@@ -44,7 +47,10 @@ const extraVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
   exam_question: ["reordered"],
   department: ["reordered"],
   faq: ["reordered"],
-  webhook: ["secret_rotated"]
+  webhook: ["secret_rotated"],
+  gateway: ["secret_rotated"],
+  // A domain's verification: found (`active`) or not (`failed`).
+  [DOMAIN_TYPE]: domainEventVerbs
 }
 
 /**
@@ -58,7 +64,11 @@ const onlyVerbs: Readonly<Record<string, ReadonlyArray<string>>> = {
   // A ticket's messages are never edited nor removed.
   [TICKET_MESSAGE_TYPE]: ticketMessageEventVerbs,
   // Versions of a legal term and acceptances are only ever created.
-  ...legalEventVerbs
+  ...legalEventVerbs,
+  // A sales event is recorded from a gateway's notification, never changed.
+  [SALES_EVENT_TYPE]: salesEventEventVerbs,
+  // A replica link is unlinked, never removed.
+  [REPLICA_TYPE]: replicaEventVerbs
 }
 
 const lifecycle = (definition: ResourceDefinition): ReadonlyArray<string> => onlyVerbs[definition.type] ?? [

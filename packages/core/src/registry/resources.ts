@@ -23,6 +23,9 @@ import { siteOperationKinds, siteResources } from "../site/site.js"
 import { supportReplyResources, supportResources } from "../support/support.js"
 import { legalTermVersions } from "../legal/legal-terms.js"
 import { legalResources } from "../legal/legal.js"
+import { domains } from "../account/domains.js"
+import { replicas, replicasOperationKinds } from "../account/replicas.js"
+import { salesOperationKinds, salesOwnRouteResources, salesResources } from "../sales/sales.js"
 
 export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   showcases,
@@ -34,7 +37,9 @@ export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   ...webhooksResources,
   ...learningResources,
   ...supportResources,
-  ...legalResources
+  ...legalResources,
+  domains,
+  ...salesResources
 ]
 
 /**
@@ -57,7 +62,11 @@ export const describedResources: ReadonlyArray<ResourceDefinition> = [
   // A legal term's published versions: read through their derived list/get; written when the term's text changes.
   legalTermVersions,
   // A lesson question's replies: served by routes/questions.ts under the questions' capabilities.
-  ...supportReplyResources
+  ...supportReplyResources,
+  // Gateways (their secret shown once, no batches) and sales events (recorded from notifications): routes/sales-events.ts.
+  ...salesOwnRouteResources,
+  // Replica links: the create answers a token once, the update and unlink start operations (routes/replicas.ts).
+  replicas
 ]
 
 export const operationKinds: Readonly<Record<string, OperationKind>> = {
@@ -66,5 +75,7 @@ export const operationKinds: Readonly<Record<string, OperationKind>> = {
   ...taxonomiesOperationKinds,
   ...peopleOperationKinds,
   ...siteOperationKinds,
-  ...webhooksOperationKinds
+  ...webhooksOperationKinds,
+  ...salesOperationKinds,
+  ...replicasOperationKinds
 }

@@ -92,7 +92,7 @@ export const PRODUCTS_REPORT: ReportDescription = {
   id: "products",
   path: "/reports/products",
   title: "Product performance",
-  description: "Per product: its enrollments by status, how many completed, and the learners' average progress.",
+  description: "Per product: its enrollments by status, how many completed, the learners' average progress, and its sales (approved, refunded, through funnels).",
   filters: [productIds("Only these products."), ...pageFilters],
   columns: [
     column("product_id", "string", "The product."),
@@ -107,9 +107,12 @@ export const PRODUCTS_REPORT: ReportDescription = {
       "number",
       "Average `progress_percent` of the enrollments not canceled, two decimals; null when there is none.",
       { nullable: true }
-    )
+    ),
+    column("sales_approved", "integer", "Sales events `approved` naming the product (renewals are not counted)."),
+    column("sales_refunded", "integer", "Sales events `refunded` or `chargeback` naming the product, counted apart: `sales_approved` is not reduced by them."),
+    column("funnel_conversions", "integer", "Of `sales_approved`, those made through a funnel step (`funnel_step_id` set).")
   ],
-  source: ["product", "enrollment"],
+  source: ["product", "enrollment", "sales_event"],
   freshness: "live",
   order: "products oldest first (by product ID)",
   paginated: true

@@ -1,7 +1,8 @@
 /**
  * The figures the reports keep rather than compute when asked (`records/kept-figures.ts`):
- * a lesson's progress (`/reports/lessons`) and a product's enrollments (`/reports/products`),
- * whose groups hold up to millions of records. Each is summed over its shards by the store
+ * a lesson's progress (`/reports/lessons`), a product's enrollments and sales
+ * (`/reports/products`) and a funnel step's conversions (`/sales/funnels`), whose groups hold up
+ * to millions of records. Each is summed over its shards by the store
  * (`Records.aggregate`), through the index of its group field (`figuresAccessPaths`).
  */
 import { type AccessPath, type Json, type JsonObject, listPath } from "../ports/store.js"
@@ -54,7 +55,49 @@ export const ENROLLMENT_FIGURES: KeptFigures = {
   }
 }
 
-export const reportsKeptFigures: ReadonlyArray<KeptFigures> = [LESSON_PROGRESS_FIGURES, ENROLLMENT_FIGURES]
+/** The record type of sales events (sales/sales-events.ts), named here so the figures need not load the sales module. */
+const SALES_EVENT_TYPE = "sales_event"
+
+/** A sale approved: the event that grants access (not a renewal, which is no new sale). */
+export const isApprovedSale = (data: JsonObject) => isOneOf(data.type, "approved")
+/** Money given back: a refund or a chargeback (a `canceled` sale was not paid, so it is neither). */
+export const isRefundedSale = (data: JsonObject) => isOneOf(data.type, "refunded", "chargeback")
+
+/**
+ * Per product: the sales events naming it (each event counts once in each of its
+ * `product_ids`): sales approved, refunded (refunds and chargebacks, counted apart rather than
+ * subtracted), and the approved sales made through a funnel step (`funnel_step_id` set).
+ */
+export const SALES_PRODUCT_FIGURES: KeptFigures = {
+  type: "sales_product_figures",
+  of: SALES_EVENT_TYPE,
+  groupBy: "product_id",
+  groups: (data) => (Array.isArray(data.product_ids) ? data.product_ids.filter((id): id is string => typeof id === "string") : []),
+  shards: 8,
+  measures: {
+    sales_approved: (data) => when(isApprovedSale(data)),
+    sales_refunded: (data) => when(isRefundedSale(data)),
+    funnel_conversions: (data) => when(isApprovedSale(data) && typeof data.funnel_step_id === "string")
+  }
+}
+
+/**
+ * Per funnel step (`funnel_step_id`, unique in the account): the approved sales made through it
+ * (`conversions`) and the refunds and chargebacks naming it (`refunds`), shown on the funnel
+ * (sales/funnels.ts).
+ */
+export const FUNNEL_STEP_FIGURES: KeptFigures = {
+  type: "funnel_step_figures",
+  of: SALES_EVENT_TYPE,
+  groupBy: "funnel_step_id",
+  shards: 8,
+  measures: {
+    conversions: (data) => when(isApprovedSale(data)),
+    refunds: (data) => when(isRefundedSale(data))
+  }
+}
+
+export const reportsKeptFigures: ReadonlyArray<KeptFigures> = [LESSON_PROGRESS_FIGURES, ENROLLMENT_FIGURES, SALES_PRODUCT_FIGURES, FUNNEL_STEP_FIGURES]
 
 /** The figures of a page of groups are read by their group field. */
 export const figuresAccessPaths: ReadonlyArray<AccessPath> = reportsKeptFigures.map((figures) =>

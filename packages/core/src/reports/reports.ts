@@ -30,7 +30,7 @@ import { READ_PERSONAL } from "../people/people-users.js"
 import { type AccessPath, type AggregateQuery, type AggregateRow, type Json, type JsonObject, listPath, Records, type StoredRecord, type Where } from "../ports/store.js"
 import { type KeptFigures } from "../records/kept-figures.js"
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
-import { ENROLLMENT_FIGURES, figuresAccessPaths, LESSON_PROGRESS_FIGURES } from "./figures.js"
+import { ENROLLMENT_FIGURES, figuresAccessPaths, LESSON_PROGRESS_FIGURES, SALES_PRODUCT_FIGURES } from "./figures.js"
 import { type ReportDescription, reportCatalog } from "./catalog.js"
 import { type ReportPage, reportCursors } from "./page.js"
 
@@ -134,7 +134,7 @@ const text = (value: Json | undefined): string | null => (typeof value === "stri
  * The kept figures (`figures.ts`) of the groups `ids` (a page: products, lessons), each summed
  * over its shards by the store: per group, per measure.
  */
-const figuresOf = (figures: KeptFigures, ids: ReadonlyArray<string>) =>
+export const figuresOf = (figures: KeptFigures, ids: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const names = Object.keys(figures.measures)
     const groups = ids.length === 0 ? [] : yield* aggregate(figures.type, {
@@ -264,7 +264,7 @@ export interface ProductsInput {
   readonly cursor: string | undefined
 }
 
-/** `GET /reports/products`: per product, its enrollments (`PRODUCTS_REPORT`). */
+/** `GET /reports/products`: per product, its enrollments and its sales (`PRODUCTS_REPORT`). */
 export const productsReport = Effect.fn("Reports.products")(function* (input: ProductsInput) {
   const productIds = [...new Set(input.productIds)].sort()
   const cursors = yield* reportCursors("products", { product_id: productIds })
@@ -274,8 +274,10 @@ export const productsReport = Effect.fn("Reports.products")(function* (input: Pr
     : yield* productsNamed(productIds, position?.k ?? null, input.limit)
   const ids = items.map((item) => item.id)
   const groups = yield* figuresOf(ENROLLMENT_FIGURES, ids)
+  const sales = yield* figuresOf(SALES_PRODUCT_FIGURES, ids)
   const data = items.map((product): JsonObject => {
     const figures = groups.get(product.id)
+    const sold = sales.get(product.id)
     return {
       product_id: product.id,
       product_name: text(product.data.name) ?? "",
@@ -284,7 +286,10 @@ export const productsReport = Effect.fn("Reports.products")(function* (input: Pr
       expired: figures?.expired ?? 0,
       canceled: figures?.canceled ?? 0,
       completed: figures?.completed ?? 0,
-      average_progress_percent: average(figures?.averaged_percent, figures?.averaged)
+      average_progress_percent: average(figures?.averaged_percent, figures?.averaged),
+      sales_approved: sold?.sales_approved ?? 0,
+      sales_refunded: sold?.sales_refunded ?? 0,
+      funnel_conversions: sold?.funnel_conversions ?? 0
     }
   })
   const last = items.at(-1)

@@ -7,24 +7,33 @@
  */
 import { Clock, Effect, Schema } from "effect"
 import { ACCOUNT_TYPE } from "../access/accounts.js"
+import { replicasOnReset } from "../account/replicas.js"
 import { Caller, Ids } from "../access/context.js"
 import { ADMINISTRATOR_TYPE, CREDENTIAL_TYPE } from "../access/credentials.js"
 import { apiError, validationFailed, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
+import { planTypesKeptWith } from "../limits/plan-limits.js"
 import { type Json, type JsonObject, Records } from "../ports/store.js"
 import { idPrefixes, type IdKind } from "../records/ids.js"
 import { Text } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { AUDIT_ENTRY_TYPE, recordChange, REQUEST_TYPE } from "../trail/audit.js"
 
-/** Record types a reset keeps. Resource types added later are emptied by default. */
-export const SANDBOX_KEEPS: ReadonlyArray<string> = [ACCOUNT_TYPE, ADMINISTRATOR_TYPE, CREDENTIAL_TYPE, "settings", REQUEST_TYPE, AUDIT_ENTRY_TYPE]
+const KEPT_RECORDS: ReadonlyArray<string> = [ACCOUNT_TYPE, ADMINISTRATOR_TYPE, CREDENTIAL_TYPE, "settings", REQUEST_TYPE, AUDIT_ENTRY_TYPE]
+
+/**
+ * Record types a reset keeps. Resource types added later are emptied by default. The account's
+ * plan and the plan's counts of the kept types (credentials) stay with them.
+ */
+export const SANDBOX_KEEPS: ReadonlyArray<string> = [...KEPT_RECORDS, ...planTypesKeptWith(KEPT_RECORDS)]
 
 export const resetSandbox = Effect.fn("Sandbox.reset")(function* () {
   const caller = yield* Caller
   if (caller.tenant.environment !== "sandbox") return yield* Effect.fail(apiError("sandbox_only"))
   const records = yield* Records
   const id = yield* (yield* Ids).next("sandbox_reset")
+  // Copies in other accounts are detached, links into this one unlinked: nothing else of theirs changes.
+  yield* replicasOnReset
   const removed = yield* records
     .purge(caller.tenant, SANDBOX_KEEPS)
     .pipe(Effect.mapError(writeUnavailable))

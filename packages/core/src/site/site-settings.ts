@@ -1,6 +1,7 @@
 /**
  * Settings groups of the account (§2.3 "settings: sharing" and "settings: lesson questions",
- * open-points "Settings groups"): sharing, lesson questions, security, email and appearance.
+ * open-points "Settings groups"): sharing, lesson questions, support, sales, security, email
+ * and appearance.
  *
  * Each group is one record per tenant (type `settings`, ID the group's name) with its own
  * revision, read and changed as a whole: `GET` answers the defaults (revision `"0"`) until
@@ -167,6 +168,32 @@ export const supportSettings: SettingsGroup = {
   defaults: () => ({ enabled: true })
 }
 
+/**
+ * Selling (release 3.2.0, packages/core/src/sales/features.ts): `enabled` false switches
+ * sales off — creating and changing deliveries, gateways and funnels, and starting a
+ * delivery's tag applications, answer 409 `feature_disabled` (reason `sales_disabled`);
+ * `funnels_enabled` false does the same for funnel writes alone (reason `funnels_disabled`).
+ * Reads, the trash and incoming gateway notifications stay: a payment that happened is
+ * still recorded, so nothing is lost while selling is paused.
+ */
+export const salesSettings: SettingsGroup = {
+  group: "sales",
+  path: "/settings/sales",
+  title: "sales settings",
+  values: {
+    enabled: Schema.Boolean.annotations({
+      description:
+        "The account sells. `false`: creating and changing deliveries, gateways and funnels, and starting a delivery's tag applications, answer 409 `feature_disabled` (reason `sales_disabled`); reads stay, and incoming gateway notifications are still recorded. Default `true`."
+    }),
+    funnels_enabled: Schema.Boolean.annotations({
+      description:
+        "Sales funnels may be built. `false`: creating and changing funnels answer 409 `feature_disabled` (reason `funnels_disabled`); reads, conversion counts, the trash and a restore stay. Default `true`."
+    })
+  },
+  update: Schema.Struct({ enabled: optional(Bool), funnels_enabled: optional(Bool) }),
+  defaults: () => ({ enabled: true, funnels_enabled: true })
+}
+
 export const securitySettings: SettingsGroup = {
   group: "security",
   path: "/settings/security",
@@ -231,6 +258,7 @@ export const settingsGroups: ReadonlyArray<SettingsGroup> = [
   sharingSettings,
   lessonQuestionSettings,
   supportSettings,
+  salesSettings,
   securitySettings,
   emailSettings,
   appearanceSettings

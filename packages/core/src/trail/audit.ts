@@ -9,6 +9,7 @@ import { Caller, Ids } from "../access/context.js"
 import { apiError, writeUnavailable } from "../errors/errors.js"
 import { contractRateLimits, type RateLimits } from "../limits/rate-limit.js"
 import { type Environment, type JsonObject, Records, type StoreUnavailable, type Tenant, type Where } from "../ports/store.js"
+import { isId } from "../records/ids.js"
 import { DAY, formatTimestamp, HOUR } from "../records/time.js"
 
 export const REQUEST_TYPE = "request"
@@ -99,7 +100,8 @@ export const recordChange = Effect.fnUntraced(function* (
     resource_type: resource.object,
     resource_id: resource.id,
     actor: {
-      kind: caller.human ? "admin" : "credential",
+      // A payment gateway's signed notification acts as the gateway (sales/gateway-notifications.ts).
+      kind: caller.human ? "admin" : isId("gateway", caller.credential.id) ? "gateway" : "credential",
       credential_id: caller.credential.id,
       administrator_id: caller.human?.adminId ?? null
     },

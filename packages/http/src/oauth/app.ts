@@ -13,13 +13,19 @@
  * origin; the account is the one chosen (and confirmed) in the platform selector and is kept
  * in a short-lived flow record bound to the browser by a cookie. So the browser goes from the
  * selector to the sign-in page of that account on the same host, with the same parameters.
+ * The platform named is a subdomain, an active custom domain of the account (found through
+ * the host name's global unique key, `accountOfDomain`), or a URL of either; the address shown
+ * on the confirmation screen and carried on as `platform` is the account's primary active
+ * custom domain when it has one, else `<subdomain>.<host>` (docs/domains.md).
  */
 import {
   acceptedTotpCodes,
+  accountOfDomain,
   ACCOUNT_TYPE,
   accountHome,
   ADMINISTRATOR_TYPE,
   Crypto,
+  primaryDomainOf,
   Records,
   type StoredRecord,
   type Tenant
@@ -134,31 +140,31 @@ const issuerOf = (request: HttpServerRequest) =>
     })
   )
 
-/** The account a platform names: a subdomain, a host whose first label is one, or a full URL. */
+/**
+ * The account a platform names: a subdomain, an active custom domain, a host whose first label
+ * is a subdomain, or a full URL of one of these. Each is one read of a global unique key.
+ */
 const findAccount = (platform: string) =>
   Effect.gen(function* () {
     const records = yield* Records
     let text = platform.trim().toLowerCase()
     if (text === "") return undefined
     text = text.replace(/^[a-z][a-z0-9+.-]*:\/\//, "").replace(/[/?#].*$/, "").replace(/:\d+$/, "")
-    const candidates = [text, text.split(".")[0]!].filter((c, i, all) => c !== "" && all.indexOf(c) === i)
-    for (const candidate of candidates) {
-      const found = yield* records.findUnique("global", ACCOUNT_TYPE, { name: "subdomain", value: candidate })
-      if (found) return found
-    }
-    return undefined
+    const bySubdomain = (candidate: string) =>
+      candidate === "" ? Effect.succeed(undefined) : records.findUnique("global", ACCOUNT_TYPE, { name: "subdomain", value: candidate })
+    return (yield* bySubdomain(text)) ?? (yield* accountOfDomain(text)) ?? (text.includes(".") ? yield* bySubdomain(text.split(".")[0]!) : undefined)
   })
 
-const addressOf = (account: StoredRecord, issuer: string) => {
-  const host = new URL(issuer).host
-  return `${String(account.data.subdomain)}.${host}`
-}
+/** Rule 5: where the account signs in: its primary active custom domain, else `<subdomain>.<host>`. */
+const addressOf = (account: StoredRecord, issuer: string) =>
+  Effect.map(primaryDomainOf(account.id), (domain) => domain ?? `${String(account.data.subdomain)}.${new URL(issuer).host}`)
 
-const accountView = (account: StoredRecord, issuer: string) => ({
-  name: String(account.data.name),
-  subdomain: String(account.data.subdomain),
-  address: addressOf(account, issuer)
-})
+const accountView = (account: StoredRecord, issuer: string) =>
+  Effect.map(addressOf(account, issuer), (address) => ({
+    name: String(account.data.name),
+    subdomain: String(account.data.subdomain),
+    address
+  }))
 
 /** Rules 1 and 2 (no redirect), then 3 (redirect with `invalid_request`). */
 const validateRequest = (params: AuthorizeParams, issuer: string) => {
@@ -193,7 +199,7 @@ const authorize = (request: HttpServerRequest, query: URLSearchParams) =>
     if (!account) {
       return htmlResponse(selectorPage(carried(params), platform, `No platform matches “${platform}”. Check the address and try again.`))
     }
-    const view = accountView(account, issuer)
+    const view = yield* accountView(account, issuer)
     if (last === undefined || last !== view.subdomain) return htmlResponse(confirmationPage(carried(params), view))
     return yield* startFlow(params, issuer, account)
   })
@@ -208,7 +214,8 @@ const confirm = (request: HttpServerRequest, form: URLSearchParams) =>
     const account = yield* findAccount(form.get("platform") ?? "")
     if (!account) return htmlResponse(selectorPage(carried(params), undefined, "No platform matches this address."))
     const subdomain = String(account.data.subdomain)
-    const next = new URLSearchParams({ ...carried(params), platform: subdomain })
+    // On to the account's own address (rule 5): its primary active custom domain, else its subdomain.
+    const next = new URLSearchParams({ ...carried(params), platform: (yield* primaryDomainOf(account.id)) ?? subdomain })
     return redirectTo(`/oauth/authorize?${next.toString()}`, {
       "set-cookie": cookie(LAST_PLATFORM_COOKIE, subdomain, 400 * 24 * 3600)
     })
@@ -343,7 +350,7 @@ const twoFactor = (request: HttpServerRequest, form: URLSearchParams) =>
     const account = yield* loadAccountOf(flow)
     if (!account) return expired
     const issuer = String(flow.data.issuer)
-    return htmlResponse(consentPage(flow.id, CLIENT_NAME, accountView(account, issuer), `${String(admin.data.name)} <${String(admin.data.email)}>`))
+    return htmlResponse(consentPage(flow.id, CLIENT_NAME, yield* accountView(account, issuer), `${String(admin.data.name)} <${String(admin.data.email)}>`))
   })
 
 const consent = (request: HttpServerRequest, form: URLSearchParams) =>

@@ -18,7 +18,8 @@ import {
   rotateSecret,
   unlinkAdministrator,
   updateCredential,
-  UpdateCredentialBody
+  UpdateCredentialBody,
+  planLimitDescription
 } from "@syllabus/core"
 import { Clock, Effect, Schema } from "effect"
 import { defineOperation } from "../operation.js"
@@ -40,12 +41,13 @@ export const credentialOperations = [
     method: "POST",
     path: "/credentials",
     summary: "Issue a credential. The secret is in this response only.",
+    description: planLimitDescription("credentials"),
     tag,
     capability: "credentials.create",
     body: CreateCredentialBody,
     idempotency: "required",
     success: { status: 201, description: "The credential, with `secret.value`.", schema: CredentialSchema, headers: ["Location", "ETag"] },
-    errors: ["delegation_limit_exceeded", "secret_not_replayable"],
+    errors: ["delegation_limit_exceeded", "plan_limit_reached", "secret_not_replayable"],
     handler: ({ body }) =>
       issueCredential(body).pipe(
         Effect.map(({ record, view }) => ({

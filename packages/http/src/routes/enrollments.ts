@@ -61,7 +61,7 @@ const enrollmentOperations = describedOperations(enrollments, tag, {
   "enrollments.list": {
     summary: "List enrollments",
     description:
-      "Newest first unless `sort` says otherwise (`created_at`, `starts_at`, `expires_at`). Filters: `user_id`, `product_id[]` (repeat it for several products), `status`, and the ranges `created_after`/`created_before`, `starts_after`/`starts_before`, `expires_after`/`expires_before` (`_after` inclusive, `_before` exclusive). `status` is the stored one: an enrollment past `expires_at` reads `active` until the housekeeping records its expiry, within a minute."
+      "Newest first unless `sort` says otherwise (`created_at`, `starts_at`, `expires_at`). Filters: `user_id`, `product_id[]` (repeat it for several products), `status`, `delivery_id` (access a sale of that delivery gave or last extended), and the ranges `created_after`/`created_before`, `starts_after`/`starts_before`, `expires_after`/`expires_before` (`_after` inclusive, `_before` exclusive). `status` is the stored one: an enrollment past `expires_at` reads `active` until the housekeeping records its expiry, within a minute."
   },
   "enrollments.get": { summary: "Retrieve an enrollment" },
   "enrollments.update": {

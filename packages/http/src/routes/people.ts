@@ -30,7 +30,8 @@ import {
   updateAdministrator,
   UpdateAdministratorBody,
   userViews,
-  users
+  users,
+  planLimitDescription
 } from "@syllabus/core"
 import { Effect, Schema } from "effect"
 import { defineOperation, type Operation, type Reply } from "../operation.js"
@@ -140,12 +141,13 @@ const administratorOperations: ReadonlyArray<Operation> = [
     method: "POST",
     path: "/administrators",
     summary: "Add an administrator of the account, with a password (write-only).",
+    description: planLimitDescription("administrators"),
     tag,
     capability: "administrators.create",
     body: CreateAdministratorBody,
     idempotency: "required",
     success: { status: 201, description: "The new administrator.", schema: Administrator, headers: ["Location", "ETag"] },
-    errors: ["already_exists"],
+    errors: ["already_exists", "plan_limit_reached"],
     handler: ({ body }) =>
       createAdministrator(body).pipe(
         Effect.map((record) => single(record, 201, { location: `/api/v3/administrators/${record.id}` }))

@@ -1,5 +1,6 @@
 /** The audit trail, usage, sandbox and the self-description of the service (§4.5, §9). */
 import {
+  accountPlanUsage,
   accountUsage,
   Caller,
   capabilityCatalog,
@@ -9,7 +10,8 @@ import {
   listRequests,
   RateLimitConfig,
   resetSandbox,
-  Timestamp
+  Timestamp,
+  writeUnavailable
 } from "@syllabus/core"
 import { Effect, Schema } from "effect"
 import { defineOperation } from "../operation.js"
@@ -121,6 +123,8 @@ export const platformOperations = [
     method: "GET",
     path: "/account/usage",
     summary: "Calls per window (1h, 24h, 7d, 30d), per outcome and per credential, with the limits in effect.",
+    description:
+      "`limits` are the rate limits of §8.1; `plan` is the account's service plan for this environment: per resource its limit (null: unlimited) and the slots in use (docs/plan-limits.md).",
     tag: "Account",
     capability: "usage.read",
     idempotency: "none",
@@ -129,8 +133,10 @@ export const platformOperations = [
     handler: () =>
       Effect.gen(function* () {
         const config = yield* RateLimitConfig
-        const data = yield* accountUsage(config.limits, config.enabled)
-        return { status: 200, body: { data } }
+        const usage = yield* accountUsage(config.limits, config.enabled)
+        const caller = yield* Caller
+        const plan = yield* accountPlanUsage(caller.tenant).pipe(Effect.mapError(writeUnavailable))
+        return { status: 200, body: { data: { ...usage, plan } } }
       })
   }),
   defineOperation({

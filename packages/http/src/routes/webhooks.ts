@@ -13,7 +13,8 @@ import {
   resourceEtag,
   rotateWebhookSecret,
   visibleResources,
-  webhooks
+  webhooks,
+  planLimitDescription
 } from "@syllabus/core"
 import { Effect, Schema } from "effect"
 import { defineOperation, type Operation } from "../operation.js"
@@ -68,12 +69,13 @@ export const webhooksRoutes: ReadonlyArray<Operation> = [
     method: "POST",
     path: webhooks.path,
     summary: "Register a webhook. Its signing secret is in this response only.",
+    description: planLimitDescription("webhooks"),
     tag,
     capability: "webhooks.create",
     body: CreateWebhookBody,
     idempotency: "required",
     success: { status: 201, description: "The webhook, with `secret.value`.", schema: WebhookWithSecretSchema, headers: ["Location", "ETag"] },
-    errors: ["secret_not_replayable"],
+    errors: ["plan_limit_reached", "secret_not_replayable"],
     handler: ({ body }) =>
       createWebhook(body).pipe(
         Effect.map(({ record, view }) => ({
