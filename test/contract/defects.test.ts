@@ -10,6 +10,7 @@ import { createHash } from "node:crypto"
 import { connect } from "node:net"
 import { operations } from "@syllabus/http"
 import { SchemaAST } from "effect"
+import { Webhook } from "standardwebhooks"
 import { expect, it } from "vitest"
 import { eachStore, type Harness, type RequestOptions } from "../support/harness.js"
 import { expectError } from "../support/expect.js"
@@ -238,6 +239,53 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
       for (const title of ["T1", "T2"]) await created("/legal-terms", { kind: "product", product_id: await productWith(), title, text: "<p>Terms</p>" })
       return { path: "/legal-terms" }
     },
+    "domains.list": async () => {
+      for (const label of ["d1", "d2"]) await created("/domains", { hostname: `${unique(label)}.example.com` })
+      return { path: "/domains" }
+    },
+    "deliveries.list": async () => {
+      await delivery()
+      await delivery()
+      return { path: "/sales/deliveries" }
+    },
+    "gateways.list": async () => {
+      for (const name of ["G1", "G2"]) await created("/sales/gateways", { kind: "generic", name })
+      return { path: "/sales/gateways" }
+    },
+    "sales_events.list": async () => {
+      const gateway = await created("/sales/gateways", { kind: "generic", name: "Checkout" })
+      const deliveryId = await delivery()
+      const buyer = await created("/users", { name: "Buyer", email: `${unique("buyer")}@example.com` })
+      for (const type of ["approved", "refunded"]) {
+        const text = JSON.stringify({
+          id: unique("gw-evt"), type, occurred_at: new Date().toISOString(), sale_id: "sale-1",
+          delivery_id: deliveryId, user_id: buyer.id, amount: 1000, currency: "EUR"
+        })
+        const at = new Date()
+        const headers = {
+          "content-type": "application/json",
+          "webhook-id": unique("msg"),
+          "webhook-timestamp": String(Math.floor(at.getTime() / 1000))
+        }
+        const signature = new Webhook(gateway.secret.value).sign(headers["webhook-id"], at, text)
+        const res = await h().request("POST", `/gateways/${gateway.id}/notifications`, { raw: text, headers: { ...headers, "webhook-signature": signature }, idempotencyKey: null })
+        expect(res.status, res.text).toBe(200)
+      }
+      return { path: "/sales/events" }
+    },
+    "funnels.list": async () => {
+      const deliveryId = await delivery()
+      for (const name of ["F1", "F2"]) await created("/sales/funnels", { name, steps: [{ kind: "offer", name: "Offer", delivery_id: deliveryId }] })
+      return { path: "/sales/funnels" }
+    },
+    "replicas.list": async () => {
+      // One live link per target account: two targets.
+      for (const label of ["r1", "r2"]) {
+        const target = await h().openAccount(unique(label))
+        await created("/replicas", { target_subdomain: String(target.account.data.subdomain) })
+      }
+      return { path: "/replicas" }
+    },
     "events.list": async () => ({ path: "/events" }),
     "requests.list": async () => ({ path: "/requests" }),
     "audit_entries.list": async () => ({ path: "/audit-entries" })
@@ -270,6 +318,10 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
     const asked = await created(`/products/${productId}/questions`, { user_id: user.id, lesson_id: lesson.id, body })
     return { product: productId, id: asked.id as string }
   }
+
+  /** A delivery of a new product. */
+  const delivery = async () =>
+    (await created("/sales/deliveries", { name: unique("delivery"), products: [{ product_id: await productWith() }] })).id as string
 
   /** A product with two modules. */
   const productWith = async () => {

@@ -6,7 +6,7 @@
  * an account of its own, so its counts start from what an account is opened with (one
  * administrator, one credential per environment).
  */
-import { type OpenedAccount, type PlanChange, setPlanLimits } from "@syllabus/core"
+import { figureId, type OpenedAccount, type PlanChange, Records, setPlanLimits } from "@syllabus/core"
 import { type ChildProcess, spawn } from "node:child_process"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -208,6 +208,23 @@ eachStore("plan limits", (h) => {
     ok(await newProduct(account, shelf))
   })
 
+  it("setting a plan counts the account's records again: records the counts never saw (an earlier release's) take their slots", async () => {
+    const account = await openAccount(h())
+    const shelf = await showcase(account)
+    for (let i = 0; i < 3; i++) ok(await newProduct(account, shelf))
+    // As a database from before the counts: the products are there, their count is not.
+    const tenant = { accountId: account.opened.account.id, environment: "production" as const }
+    await h().runUseCase(
+      Effect.flatMap(Records, (records) =>
+        Effect.forEach(Array.from({ length: 8 }, (_, shard) => figureId("product", shard)), (id) => records.remove(tenant, "plan_usage_product", id))
+      )
+    )
+    expect(await usageOf(account, "products")).toEqual({ resource: "products", limit: null, used: 0 })
+    await account.plan({ limits: { products: 3 } })
+    expect(await usageOf(account, "products")).toEqual({ resource: "products", limit: 3, used: 3 })
+    expectLimitReached(await newProduct(account, shelf), "products", 3)
+  })
+
   it("the operator's plan is checked: an unknown resource or a negative limit changes nothing", async () => {
     const account = await openAccount(h())
     await account.plan({ limits: { products: 5 } })
@@ -327,5 +344,10 @@ describe("plan limits: the operator's commands [postgresql]", () => {
     const unknown = await run(["set-plan-limits", "--subdomain", "nobody", "--plan-limit", "products=2"], databaseUrl)
     expect(unknown.code).not.toBe(0)
     expect(unknown.stdout + unknown.stderr).toContain("No account has the subdomain nobody")
+
+    // A refusal after the store opened (a taken subdomain) ends the command too, with exit code 2.
+    const taken = await createAccount("planned")
+    expect(taken.code, taken.stderr).toBe(2)
+    expect(taken.stderr).toContain("the subdomain planned is taken")
   }, 180_000)
 })

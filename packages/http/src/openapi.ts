@@ -16,7 +16,8 @@ import {
   type Json,
   type JsonObject,
   languages,
-  MAX_PAGE_LIMIT
+  MAX_PAGE_LIMIT,
+  NotificationBody
 } from "@syllabus/core"
 import { Effect, Either, JSONSchema, Schema } from "effect"
 import { errorExample, sampleOf } from "./openapi-examples.js"
@@ -836,6 +837,86 @@ const shareParameters = (paths: Record<string, JsonMap>): JsonMap => {
   return shared
 }
 
+/** A payment gateway's notification, served outside `/api/v3` (`gateway-notifications.ts`). */
+const GATEWAY_NOTIFICATIONS_PATH = "/gateways/{gateway_id}/notifications"
+
+/**
+ * The path item of a gateway's notification: on its own server (`/`, not `/api/v3`), with no
+ * credential (`security: []`: the gateway's signature instead). It answers what
+ * `GET /sales/events/{sales_event_id}` answers, so its 200 is that response; its gateway ID is the
+ * gateways' path parameter. Described when the document has both (a whole release's).
+ */
+const gatewayNotificationsPathItem = (paths: Readonly<Record<string, JsonMap>>, built: Built): JsonMap | undefined => {
+  const read = paths["/sales/events/{sales_event_id}"]?.get
+  const gateway = paths["/sales/gateways/{gateway_id}"]?.get
+  if (!isObject(read) || !isObject(gateway) || !isObject(read.responses) || !Array.isArray(gateway.parameters)) return undefined
+  const gatewayId = gateway.parameters.find((p) => isObject(p) && p.name === "gateway_id" && p.in === "path")
+  const signed = (name: string, description: string, schema: JsonMap): JsonMap => ({ name, in: "header", required: true, description, schema })
+  const errors: ReadonlyArray<readonly [number, ReadonlyArray<ErrorCode>]> = [
+    [400, ["malformed_json", "json_too_deep", "unknown_parameter"]],
+    [401, ["unauthenticated"]],
+    [404, ["not_found"]],
+    [405, ["method_not_allowed"]],
+    [409, ["state_conflict"]],
+    [413, ["payload_too_large"]],
+    [415, ["unsupported_media_type"]],
+    [422, ["validation_failed", "unknown_field"]],
+    [429, ["rate_limit_exceeded"]],
+    [503, ["audit_unavailable", "rate_limiter_unavailable"]]
+  ]
+  return {
+    servers: [{ url: "/", description: "The service's root: this route is outside `/api/v3`." }],
+    post: {
+      operationId: "gateway_notifications.receive",
+      summary: "Receive a payment gateway's notification of a sale",
+      description: [
+        "Called by the payment gateway, not by a client of the API: no credential, the gateway's signature instead, in the Standard Webhooks form",
+        "(`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of \"<webhook-id>.<webhook-timestamp>.<raw body>\">`,",
+        "keyed with the gateway's signing secret, or its previous one during a rotation's grace). The signature is checked over the raw bytes",
+        "before the body is parsed, and the timestamp must be within 5 minutes of the server's clock either way; a notification that fails",
+        "either is 401 `unauthenticated` (`reason` `signature_missing`, `timestamp_out_of_window` or `signature_invalid`) and records nothing.",
+        "An unknown or trashed gateway is 404; a disabled one 409 `state_conflict` (`reason` `gateway_disabled`), after the signature.",
+        "Success is 200 with the sales event, which acted on access in the same unit of work (`approved` and `subscription_renewed` grant",
+        "the delivery, `refunded`, `chargeback`, `canceled` and `subscription_expired` end it); the same gateway event ID again changes",
+        "nothing and answers the first sales event with `Idempotent-Replayed: true`. Recorded even when sales are switched off in the",
+        "settings: a payment happened. Decisions: docs/sales.md."
+      ].join(" "),
+      tags: [gateway.tags !== undefined && Array.isArray(gateway.tags) ? gateway.tags[0]! : "Sales"],
+      security: [],
+      parameters: [
+        ...(gatewayId !== undefined ? [gatewayId] : []),
+        signed("webhook-id", "The notification's ID at the gateway (Standard Webhooks).", { type: "string", minLength: 1, maxLength: 255 }),
+        signed("webhook-timestamp", "Seconds since the Unix epoch, within 5 minutes of the server's clock.", { type: "string", pattern: "^[0-9]{1,12}$" }),
+        signed("webhook-signature", "`v1,<base64 signature>`, one or more separated by spaces.", { type: "string", minLength: 4 }),
+        ref("parameters", "AcceptLanguage")
+      ],
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: built.schemas.schema(NotificationBody, "gateway_notifications.receive"),
+            example: {
+              id: "evt_1PqR7sT2uV",
+              type: "approved",
+              occurred_at: "2026-03-01T12:00:00Z",
+              sale_id: "ord_20260301_0042",
+              delivery_id: "dlv_0Rb3kX9sT",
+              user_id: "usr_0Rb3kX9sT",
+              amount: 19900,
+              currency: "EUR"
+            }
+          }
+        }
+      },
+      responses: {
+        "200": read.responses["200"] as Json,
+        ...Object.fromEntries(errors.map(([status, codes]) => [String(status), errorResponse(status, codes, built.examples)]))
+      },
+      "x-required-capability": "none"
+    }
+  }
+}
+
 /** The OpenAPI 3.1 document of the operations, with the given operations marked deprecated. */
 export const openApiDocument = (
   operations: ReadonlyArray<Operation>,
@@ -863,6 +944,8 @@ export const openApiDocument = (
     const item = (paths[operation.path] ??= {})
     item[operation.method.toLowerCase()] = operationObject(operation, deprecations.get(operation.id), built)
   }
+  const notifications = gatewayNotificationsPathItem(paths, built)
+  if (notifications !== undefined) paths[GATEWAY_NOTIFICATIONS_PATH] = notifications
   const parameters = { ...sharedParameters, ...shareParameters(paths) }
   const sharedResponses = errors.components()
   // The response headers in use: those of deprecation only when an operation is deprecated.

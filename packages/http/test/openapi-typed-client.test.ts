@@ -58,7 +58,10 @@ const callOf = (path: string, method: string, op: any): string => {
   return `  ${literal(op.operationId)}: () => client.${method.toUpperCase()}(${literal(path)}${options ? `, { ${options} }` : ""}),`
 }
 
-const calls = Object.entries<any>(doc.paths).flatMap(([path, item]) => Object.entries<any>(item).map(([method, op]) => callOf(path, method, op)))
+// The paths under `/api/v3` (a path item on a server of its own, a gateway's notification, is not the client's).
+const calls = Object.entries<any>(doc.paths)
+  .filter(([, item]) => item.servers === undefined)
+  .flatMap(([path, item]) => Object.entries<any>(item).map(([method, op]) => callOf(path, method, op)))
 
 const program = `import createClient from "openapi-fetch"
 import type { paths } from "./paths.js"

@@ -189,7 +189,9 @@ NodeRuntime.runMain(
       (error) =>
         Effect.sync(() => {
           process.stderr.write(`syllabus-server: ${error.message}\n`)
-          process.exitCode = 2
+          // Exit now: after a refusal that came once the store was open (a taken subdomain), what the
+          // store's layer leaves behind would keep the process waiting. Its scope is closed by now.
+          process.exit(2)
         })
     )
   )

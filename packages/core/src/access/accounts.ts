@@ -7,7 +7,7 @@
 import { Clock, Effect } from "effect"
 import { Crypto } from "../ports/crypto.js"
 import { type Environment, environments, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
-import { changePlan, noPlan, type Plan, type PlanChange, planOf, planUsage, writePlan } from "../limits/plan-limits.js"
+import { changePlan, noPlan, type Plan, type PlanChange, planOf, planUsage, recountPlanUsage, writePlan } from "../limits/plan-limits.js"
 import { formatTimestamp } from "../records/time.js"
 import { Ids } from "./context.js"
 import { ADMINISTRATOR_TYPE, CREDENTIAL_TYPE, credentialData, newSecret, SECRET_HASH_KEY } from "./credentials.js"
@@ -128,6 +128,7 @@ export const setPlanLimits = Effect.fn("Accounts.setPlanLimits")(function* (acco
       if (!(yield* loadAccount(accountId))) return undefined
       const plan = yield* changePlan(yield* planOf(accountHome(accountId)), change)
       yield* writePlan(accountId, plan)
+      yield* recountPlanUsage(accountId)
       return plan
     })
   )

@@ -36,7 +36,7 @@
 import { Clock, Data, Effect } from "effect"
 import { apiError, writeUnavailable } from "../errors/errors.js"
 import { environments, type Json, type JsonObject, Records, type Tenant, UnitOfWork } from "../ports/store.js"
-import { figureId, type KeptFigures } from "../records/kept-figures.js"
+import { figureId, type KeptFigures, recountFigures } from "../records/kept-figures.js"
 import { formatTimestamp } from "../records/time.js"
 
 /** The resources a plan may limit, as named in a plan and in `plan_limit_reached`'s `reason`. */
@@ -208,6 +208,21 @@ export const writePlan = (accountId: string, plan: Plan) =>
           }),
         { discard: true }
       )
+    )
+  })
+
+/**
+ * Count again, in both environments, the slots the account's records occupy: a plan set on an
+ * account whose records predate the counts (a database from an earlier release) then starts
+ * from the truth. In the caller's unit of work; it reads every limited record of the account.
+ */
+export const recountPlanUsage = (accountId: string) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    yield* Effect.forEach(
+      environments,
+      (environment) => Effect.forEach(planUsageFigures, (figures) => recountFigures(records, { accountId, environment }, figures), { discard: true }),
+      { discard: true }
     )
   })
 

@@ -93,6 +93,52 @@ export const figureChanges = (
   })
 }
 
+/** Records read per page by a recount. */
+const RECOUNT_PAGE = 1_000
+
+/**
+ * A tenant's figures computed again from the records they count, in the caller's unit of work:
+ * for records that were written before the figures were declared (a database from an earlier
+ * release) or loaded around the store. It reads every counted record of the tenant, in pages by
+ * ID: an operator's step (`setPlanLimits`), never a request's.
+ */
+export const recountFigures = (records: Records["Type"], tenant: Tenant, figures: KeptFigures) =>
+  Effect.gen(function* () {
+    const totals = new Map<string, { group: string; values: Record<string, number> }>()
+    let after: { readonly value: string; readonly id: string } | undefined
+    for (;;) {
+      const page = yield* records.list(tenant, figures.of, {
+        where: [],
+        sort: { field: "id", kind: "text", direction: "asc" },
+        after,
+        limit: RECOUNT_PAGE
+      })
+      for (const change of figureChanges(figures, page.map((record) => ({ id: record.id, before: undefined, after: record.data })))) {
+        const total = totals.get(change.id) ?? { group: change.group, values: {} }
+        for (const [name, value] of Object.entries(change.deltas)) total.values[name] = (total.values[name] ?? 0) + value
+        totals.set(change.id, total)
+      }
+      const last = page.at(-1)
+      if (page.length < RECOUNT_PAGE || last === undefined) break
+      after = { value: last.id, id: last.id }
+    }
+    // The figure records as they stand (a few per group), replaced by the totals.
+    let stale: { readonly value: string; readonly id: string } | undefined
+    for (;;) {
+      const page = yield* records.list(tenant, figures.type, { where: [], sort: { field: "id", kind: "text", direction: "asc" }, after: stale, limit: RECOUNT_PAGE })
+      yield* Effect.forEach(page, (record) => records.remove(tenant, figures.type, record.id), { discard: true })
+      const last = page.at(-1)
+      if (page.length < RECOUNT_PAGE || last === undefined) break
+      stale = { value: last.id, id: last.id }
+    }
+    const zeros = Object.fromEntries(Object.keys(figures.measures).map((name) => [name, 0]))
+    yield* Effect.forEach(
+      totals,
+      ([id, total]) => records.insert(tenant, figures.type, id, { [figures.groupBy]: total.group, ...zeros, ...total.values }),
+      { discard: true }
+    )
+  })
+
 /**
  * `records` keeping `declared` up to date. `transaction` (the store's unit of work) makes each
  * counted write and its figures one: a write outside a unit of work gets one of its own.
