@@ -252,6 +252,19 @@ eachStore("sales events and gateway notifications", (h) => {
     expect((await salesEventsOf(sale)).map((e) => e.type).sort()).toEqual(["approved", "chargeback", "subscription_expired", "subscription_renewed", "subscription_renewed"])
   })
 
+  it("two sales of one delivery to one buyer: refunding one leaves the access the other paid for; refunding both ends it", async () => {
+    const sale = await setup(h())
+    const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000).toISOString()
+    for (const saleId of ["order-1", "order-2"]) {
+      expect((await notify(h(), sale.gateway.id, sale.secret, body(sale, { sale_id: saleId, occurred_at: minutesAgo(10) }))).status).toBe(200)
+    }
+    expect((await enrollmentsOf(sale)).map((e) => e.status)).toEqual(["active"])
+    expect((await notify(h(), sale.gateway.id, sale.secret, body(sale, { sale_id: "order-1", type: "refunded", occurred_at: minutesAgo(5) }))).status).toBe(200)
+    expect((await enrollmentsOf(sale)).map((e) => e.status)).toEqual(["active"])
+    expect((await notify(h(), sale.gateway.id, sale.secret, body(sale, { sale_id: "order-2", type: "chargeback", occurred_at: minutesAgo(1) }))).status).toBe(200)
+    expect((await enrollmentsOf(sale)).map((e) => e.status)).toEqual(["canceled"])
+  })
+
   it("after a rotation the previous secret is accepted during its grace period, not after; with 0 at once never", async () => {
     const sale = await setup(h())
     const rotated = (await sale.client.post(`/sales/gateways/${sale.gateway.id}/secret-rotations`)).body.data.secret.value as string

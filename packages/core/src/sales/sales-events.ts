@@ -88,7 +88,7 @@ export const salesEvents: ResourceDefinition = defineResource({
     gateway_event_id: Schema.String.annotations({ description: "The gateway's own ID of the event: unique per gateway (a repeat changes nothing)." }),
     type: Schema.Literal(...salesEventTypes).annotations({
       description:
-        "`approved` and `subscription_renewed` grant the delivery (enrollments, extended rather than duplicated; its tags); `refunded`, `chargeback`, `canceled` and `subscription_expired` cancel the enrollments the delivery gave the user."
+        "`approved` and `subscription_renewed` grant the delivery (enrollments, extended rather than duplicated; its tags); `refunded`, `chargeback`, `canceled` and `subscription_expired` cancel the enrollments the delivery gave the user, unless another sale (`sale_id`) of the delivery to that user still grants access."
     }),
     sale_id: Schema.String.annotations({ description: "The gateway's reference of the sale (order, charge or subscription)." }),
     delivery_id: Schema.String,
@@ -220,6 +220,35 @@ export const recordSalesEvent = (gateway: StoredRecord, notification: Notificati
     yield* emitEvent("sales_event.recorded", view)
     const access = { delivery_id: delivery.id, user_id: notification.user_id, sales_event_id: id }
     if (grants.has(notification.type)) yield* grantDelivery({ ...access, at: occurred })
-    else if (revokes.has(notification.type)) yield* revokeDelivery(access)
+    else if (revokes.has(notification.type) && !(yield* anotherSaleStillPaid(record))) yield* revokeDelivery(access)
     return record
+  })
+
+/** More sales events of one buyer and delivery than any real history holds (a page of the store). */
+const BUYER_HISTORY_MAX = 1_000
+
+/**
+ * Whether the buyer holds another sale of the same delivery whose latest event (by `occurred_at`)
+ * still grants access: then the end of this sale (a refund, a chargeback…) leaves the access,
+ * which the other sale paid for, in place. Reads the buyer's sales events of the delivery, a
+ * handful, through the index of `user_id`.
+ */
+const anotherSaleStillPaid = (ending: StoredRecord) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const history = yield* records
+      .list(caller.tenant, SALES_EVENT_TYPE, {
+        where: [
+          { field: "user_id", op: "eq", value: String(ending.data.user_id) },
+          { field: "delivery_id", op: "eq", value: String(ending.data.delivery_id) }
+        ],
+        sort: { field: "occurred_at", kind: "text", direction: "asc" },
+        limit: BUYER_HISTORY_MAX
+      })
+      .pipe(Effect.mapError(readUnavailable))
+    const latestBySale = new Map<string, SalesEventType>()
+    for (const event of history) latestBySale.set(String(event.data.sale_id), event.data.type as SalesEventType)
+    latestBySale.delete(String(ending.data.sale_id))
+    return [...latestBySale.values()].some((type) => grants.has(type))
   })
