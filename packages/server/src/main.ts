@@ -84,7 +84,7 @@ const program = Effect.gen(function* () {
   }
   if (command === "issue-credentials") {
     if (values.subdomain === undefined || values.subdomain === "") return yield* Effect.fail(new UsageError("issue-credentials needs --subdomain"))
-    yield* Console.log(yield* issueCredentials(values.subdomain).pipe(Effect.provide(services)))
+    yield* issueCredentials(values.subdomain).pipe(Effect.tap(Console.log), Effect.tap(commandDone), Effect.provide(services))
     return
   }
   // The plan flags are checked whole before any store work: a refusal changes nothing.
@@ -96,11 +96,12 @@ const program = Effect.gen(function* () {
     if (values.plan === undefined && (values["plan-limit"] ?? []).length === 0) {
       return yield* Effect.fail(new UsageError("set-plan-limits needs --plan NAME or --plan-limit RESOURCE=N|unlimited (repeatable)"))
     }
-    const described = yield* changePlanOf(values.subdomain, plan.change).pipe(
+    yield* changePlanOf(values.subdomain, plan.change).pipe(
       Effect.catchIf((e) => e instanceof PlanLimitsInvalid, (e) => Effect.fail(new UsageError(`set-plan-limits: ${e.message}.`))),
+      Effect.tap(Console.log),
+      Effect.tap(commandDone),
       Effect.provide(services)
     )
-    yield* Console.log(described)
     return
   }
   if (command === "create-account") {
@@ -117,12 +118,13 @@ const program = Effect.gen(function* () {
     const weak = passwordProblem(request.adminPassword)
     if (weak !== undefined) return yield* Effect.fail(new UsageError(`create-account: ${weak}.`))
     const planned = values.plan !== undefined || (values["plan-limit"] ?? []).length > 0
-    const opened = yield* openAccountFrom(planned ? { ...request, plan: plan.change } : request).pipe(
+    yield* openAccountFrom(planned ? { ...request, plan: plan.change } : request).pipe(
       Effect.catchTag("UniqueViolation", () => Effect.fail(new UsageError(`create-account: the subdomain ${request.subdomain} is taken.`))),
       Effect.catchTag("PlanLimitsInvalid", (e) => Effect.fail(new UsageError(`create-account: ${e.message}.`))),
+      Effect.tap((opened) => Console.log(describeAccount(opened, request))),
+      Effect.tap(commandDone),
       Effect.provide(services)
     )
-    yield* Console.log(describeAccount(opened, request))
     return
   }
   if (positionals.length > 0) return yield* Effect.fail(new UsageError(`Unknown command: ${positionals.join(" ")}`))
@@ -178,6 +180,26 @@ const edgeLimitsOf = (config: ServerConfig): Partial<EdgeLimits> => {
   if (Option.isSome(config.partBodyTimeoutMs)) limits.requestTimeoutMs = Math.max(150_000, config.partBodyTimeoutMs.value + 30_000)
   return limits
 }
+
+/**
+ * The most a stop may take once its work is done (a command's answer printed, or SIGTERM/SIGINT
+ * received): closing the store's pool and the workers normally takes milliseconds, but a worker
+ * caught in a slow statement must not keep an operator's command, or a server told to stop,
+ * waiting for ever. An unreferenced timer: it never keeps the process alive by itself.
+ */
+const STOP_DEADLINE_MS = 20_000
+
+const exitAfterDeadline = (code: number) => {
+  setTimeout(() => {
+    process.stderr.write(`syllabus-server: still stopping after ${STOP_DEADLINE_MS / 1000} s; exiting\n`)
+    process.exit(code)
+  }, STOP_DEADLINE_MS).unref()
+}
+
+/** A command's work is done and printed: what remains is releasing the services, within the deadline. */
+const commandDone = () => Effect.sync(() => exitAfterDeadline(0))
+
+for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => exitAfterDeadline(1))
 
 /** A command used wrongly: its message alone on stderr, and exit code 2. */
 class UsageError extends Error {}
