@@ -286,6 +286,19 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
       }
       return { path: "/replicas" }
     },
+    "exports.list": async () => {
+      for (const format of ["jsonl", "csv"]) await created("/exports", { resource_type: "tags", format })
+      return { path: "/exports" }
+    },
+    "imports.list": async () => {
+      const bytes = Buffer.from(`{"name":"${unique("imported")}"}\n`)
+      const sha256 = createHash("sha256").update(bytes).digest("hex")
+      const session = await created("/uploads", { purpose: "import", filename: "tags.jsonl", size: bytes.length, content_type: "application/json", sha256 })
+      await h().request("PUT", session.upload_urls[0].url, { secret: h().live, raw: bytes, headers: { "content-type": "application/octet-stream" } })
+      const file = await created(`/uploads/${session.id}/completions`, {})
+      for (const dryRun of [true, false]) await created("/imports", { file_id: file.id, target: "tags", dry_run: dryRun })
+      return { path: "/imports" }
+    },
     "events.list": async () => ({ path: "/events" }),
     "requests.list": async () => ({ path: "/requests" }),
     "audit_entries.list": async () => ({ path: "/audit-entries" })

@@ -97,12 +97,13 @@ eachStore("reports", (h) => {
     const a = await newAccount(h())
     const res = await a.get("/reports")
     expect(res.status, res.text).toBe(200)
-    expect(res.body.page).toEqual({ limit: 9, next_cursor: null, prev_cursor: null })
+    expect(res.body.page).toEqual({ limit: 10, next_cursor: null, prev_cursor: null })
     expect(res.body.data.map((r: any) => [r.id, r.path])).toEqual([
       ["activity", "/reports/activity"],
       ["certificates", "/reports/certificates"],
       ["email-bounces", "/reports/email-bounces"],
       ["exams", "/reports/exams"],
+      ["exports", "/reports/exports"],
       ["lessons", "/reports/lessons"],
       ["products", "/reports/products"],
       ["rankings", "/reports/rankings"],

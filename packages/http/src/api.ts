@@ -38,6 +38,9 @@ import { domainsRoutes } from "./routes/domains.js"
 import { deliveriesRoutes } from "./routes/deliveries.js"
 import { funnelsRoutes } from "./routes/funnels.js"
 import { replicasRoutes } from "./routes/replicas.js"
+import { configurationPlansRoutes } from "./routes/configuration-plans.js"
+import { exportsRoutes } from "./routes/exports.js"
+import { importsRoutes } from "./routes/imports.js"
 
 const served: ReadonlyArray<Operation> = [
   ...credentialOperations,
@@ -64,6 +67,9 @@ const served: ReadonlyArray<Operation> = [
   ...salesEventsRoutes,
   ...funnelsRoutes,
   ...replicasRoutes,
+  ...configurationPlansRoutes,
+  ...exportsRoutes,
+  ...importsRoutes,
   ...uploadOperations,
   ...operationOperations,
   ...eventOperations,

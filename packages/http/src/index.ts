@@ -4,6 +4,7 @@ export { type Embedding, makeFetchHandler, makeNodeEdge, makeNodeListener, webHa
 export { clientErrorHandler, defaultEdgeLimits, type EdgeLimits, type NodeEdge, nodeEdge } from "./node-edge.js"
 export { type SyllabusOptions, syllabusLayer } from "./layer.js"
 export { PdfCertificateRenderer, renderCertificatePdf } from "./certificate-renderer.js"
+export { StreamingTabularReader } from "./import-parsers.js"
 export { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
 export { outcomeOfError, SmtpMailer, type SmtpOptions, type SmtpTls, smtpTransportOptions } from "./smtp-mailer.js"
 export { makeMemoryOutbox, MemoryMailer, type MemoryOutbox, type MemoryOutboxOptions } from "./memory-mailer.js"

@@ -6,7 +6,9 @@ import {
   BackgroundBudget,
   type BackgroundOptions,
   batchKinds,
+  importsOperationKinds,
   CertificateRenderer,
+  TabularReader,
   ChangeSignals,
   Crypto,
   PlatformHost,
@@ -38,6 +40,7 @@ import { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.
 import { OAuthConfig } from "./oauth/app.js"
 import { joseAccessTokens } from "./oauth/grants.js"
 import { PdfCertificateRenderer } from "./certificate-renderer.js"
+import { StreamingTabularReader } from "./import-parsers.js"
 import { MemoryMailer } from "./memory-mailer.js"
 import { NodeDnsResolver } from "./node-dns.js"
 
@@ -81,6 +84,8 @@ export interface SyllabusOptions<E = never> {
   readonly allowLocalWebhooks?: boolean
   /** Draws certificates and their previews as PDF (default: `PdfCertificateRenderer`, on pdfkit). */
   readonly certificateRenderer?: Layer.Layer<CertificateRenderer>
+  /** Reads the rows of imported files (default: `StreamingTabularReader`, on csv-parse and exceljs). */
+  readonly tabularReader?: Layer.Layer<TabularReader>
   /**
    * Sends the outbox's mail (access emails, ticket reply notifications; docs/email.md):
    * `SmtpMailer({ url | host…, from })` for a mail server, or `makeMemoryOutbox().layer` to
@@ -147,6 +152,7 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     ReleaseCapabilityCatalog,
     ChangeSignals.live,
     options.certificateRenderer ?? PdfCertificateRenderer,
+    options.tabularReader ?? StreamingTabularReader,
     options.mailer ?? MemoryMailer,
     options.dns ?? NodeDnsResolver(),
     Layer.succeed(PlatformHost, { host: options.platformHost ?? (options.oauthUrl === undefined ? null : new URL(options.oauthUrl).hostname) }),
@@ -170,6 +176,6 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
       )
   return Layer.provideMerge(
     workers,
-    Layer.provideMerge(Layer.merge(services, OperationKinds.layer({ ...batchKinds, ...operationKinds })), options.store)
+    Layer.provideMerge(Layer.merge(services, OperationKinds.layer({ ...batchKinds, ...importsOperationKinds, ...operationKinds })), options.store)
   )
 }

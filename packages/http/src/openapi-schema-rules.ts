@@ -69,7 +69,7 @@ const closedStatuses: ReadonlyArray<{ readonly owners?: ReadonlyArray<string>; r
   { within: ["draft", "published"] }, // publication status
   { within: ["active", "inactive"] },
   { owners: ["Credential", "UpdateCredentialBody"], within: ["active", "revoked", "suspended", "expired", "inactive"] },
-  { owners: ["Operation"], within: ["queued", "running", "succeeded", "failed", "canceled"] }
+  { owners: ["Operation", "Import"], within: ["queued", "running", "succeeded", "failed", "canceled"] } // an import's status is its operation's
 ]
 /** Constants naming what a representation is (`object`, a settings group's `id` and `group`). */
 const constantNames = new Set(["object", "id", "group"])

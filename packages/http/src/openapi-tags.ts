@@ -41,6 +41,12 @@ const resourceTags: Readonly<Record<string, TagText>> = {
   webhooks: { description: "Subscriptions that deliver events to an HTTPS endpoint, signed as Standard Webhooks, with their deliveries and replays." },
   uploads: { description: "Multipart upload sessions: declare a file, send its parts, complete it into a file." },
   files: { description: "Files made by completed uploads." },
+  exports: { description: "Collections written to CSV or JSON lines files by an asynchronous operation; the files are kept 7 days." },
+  imports: { description: "Files of records (CSV, JSON lines, XLSX) written into the account by an asynchronous operation, one item per row, each row the create its route makes." },
+  configuration_plans: {
+    name: "Configuration plans",
+    description: "Declarative configuration: plan a manifest against the account (the changes it needs), apply the plan as an operation, export the account's manifest."
+  },
   operations: { description: "Asynchronous operations (batches, publications, copies): their status, progress and items, kept 30 days." },
   events: { description: "The public events of the environment, kept 30 days." },
   event_types: { name: "Event types", description: "The catalog of the public event types of the release and their payload keys." },
@@ -136,6 +142,8 @@ const areaGroups: Readonly<Record<string, string>> = {
   "Event streams": "Integration",
   Operations: "Integration",
   Files: "Integration",
+  Exports: "Integration",
+  Imports: "Integration",
   Account: "Platform",
   Sandbox: "Platform",
   Service: "Platform",

@@ -281,7 +281,10 @@ const OperationError = Schema.Struct({
   message: Schema.String,
   field: Schema.NullOr(Schema.String),
   reason: Schema.NullOr(Schema.String),
-  resource_id: Schema.NullOr(Schema.String)
+  resource_id: Schema.NullOr(Schema.String),
+  details: Schema.optional(
+    Schema.Array(Schema.Struct({ field: Schema.NullOr(Schema.String), code: Schema.String, reason: Schema.NullOr(Schema.String) }))
+  ).annotations({ description: "Every problem of the item, itemized (e.g. an import's row invalid in several fields); present when there are any." })
 }).annotations({ identifier: "OperationError" })
 
 export const OperationSchema = Schema.Struct({

@@ -7,6 +7,7 @@ import type {
   AccessTokens,
   CapabilityCatalog,
   CertificateRenderer,
+  TabularReader,
   Crypto,
   DnsResolver,
   FileStorage,
@@ -36,6 +37,7 @@ export type AppServices =
   | OperationKinds
   | CapabilityCatalog
   | CertificateRenderer
+  | TabularReader
   | Mailer
   | DnsResolver
 

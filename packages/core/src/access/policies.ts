@@ -141,6 +141,30 @@ const templatePatterns: ReadonlyArray<TemplatePatterns> = [
     name: "Event integration",
     description: "Reads events and manages webhooks and event streams.",
     patterns: ["events.read", "operations.read", "webhooks.*"]
+  },
+  {
+    id: "data_exporter",
+    name: "Data exporter",
+    description: "Exports collections to files (CSV, JSON lines) and downloads them; reads every resource. Personal data is left out of exports unless `users.read_personal` is added.",
+    // `*.read` leaves out `users.read_personal`: an export of users has null personal columns.
+    patterns: ["exports.*", "*.read"]
+  },
+  {
+    id: "data_importer",
+    name: "Data importer",
+    description:
+      "Imports files of records (CSV, JSON lines, XLSX: users, tags, products, enrollments, custom fields, a user's tags), uploading them first, and follows the import's operation. Each row is the create it makes, so the creates of the targets are included.",
+    // A row runs the target's own create (`users.update` for tag applications); files to upload the source.
+    patterns: ["imports.*", "files.*", "operations.read", "users.create", "users.update", "users.read", "tags.create", "tags.read", "products.create", "products.read", "enrollments.create", "enrollments.read", "custom_fields.create", "custom_fields.read"]
+  },
+  {
+    id: "configuration_manager",
+    name: "Configuration manager",
+    description:
+      "Plans and applies declarative configuration manifests (showcases, tags, custom fields, webhooks, settings groups, products and their modules) and exports the account's manifest.",
+    // Applying a plan runs each change's own write, so the writes of every type a manifest holds are needed.
+    patterns: ["configuration_plans.*", "showcases.*", "tags.*", "custom_fields.*", "webhooks.*", "settings.*", "products.*", "modules.*", "operations.read"],
+    except: ["products.publish", "modules.publish"]
   }
 ]
 

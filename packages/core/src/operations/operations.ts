@@ -5,13 +5,15 @@
  * claim queued operations under a lease and run their items, each in a unit of work of its
  * own, through the handler registered for the operation's type.
  */
-import { Clock, Context, Effect, FiberSet, Layer, Option, Random } from "effect"
+import { Clock, Context, Effect, FiberSet, Layer, Option, Random, Stream } from "effect"
 import type { CallerInfo } from "../access/context.js"
 import { Caller, Ids } from "../access/context.js"
 import { type ApiError, apiError, writeUnavailable } from "../errors/errors.js"
 import { renderMessage } from "../errors/messages.js"
 import { emitEvent } from "../events/events.js"
 import type { Crypto } from "../ports/crypto.js"
+import type { FileStorage, StorageUnavailable } from "../ports/file-storage.js"
+import type { TabularReader } from "../ports/tabular-reader.js"
 import {
   type AccessPath,
   housekeepingPath,
@@ -55,7 +57,7 @@ export const operationFields = [
 export const operationItemFields = ["object", "id", "operation_id", "key", "status", "error", "result", "created_at", "finished_at"] as const
 
 /** What an item handler may use: the services of a use case, with the operation's starter as caller. */
-export type ItemServices = Caller | Records | Ids | Crypto
+export type ItemServices = Caller | Records | Ids | Crypto | FileStorage | UnitOfWork
 
 /** Runs one item of an operation type; its writes join the item's unit of work. */
 export interface OperationKind {
@@ -66,7 +68,32 @@ export interface OperationKind {
    * and anyone holding `operations.read` lists it. Default: as stored.
    */
   readonly viewResult?: (result: Json) => Effect.Effect<Json, ApiError, Caller | Records>
+  /**
+   * At the end of a run, or at the cancellation of a queued operation, in the unit of work that
+   * records it, as the starter: e.g. an export reads `failed` (bulk/exports.ts).
+   */
+  readonly onFinished?: (operation: JsonObject) => Effect.Effect<void, ApiError<"audit_unavailable">, ItemServices>
+  /**
+   * For an operation started with an `enumeration` (`startOperation`): its items, too many for
+   * the request that starts it (an import's rows, read from its file), as a stream the worker
+   * that claims it reads (from the `enumeration` given) before running them. `skip` items were
+   * recorded already (a worker that took over goes on where the last one stopped); the stream
+   * leaves them out. The worker records the rest page by page, each page with the lease, so an
+   * item is recorded once.
+   */
+  readonly enumerate?: (
+    enumeration: JsonObject,
+    skip: number
+  ) => Stream.Stream<OperationItemInput, ApiError | StorageUnavailable, EnumerationServices>
 }
+
+export interface OperationItemInput {
+  readonly key: string
+  readonly payload: JsonObject
+}
+
+/** What enumerating an operation's items may use: an item's services, and the files it reads. */
+export type EnumerationServices = ItemServices | FileStorage | TabularReader
 
 /** The handlers of every operation type, by type. */
 export class OperationKinds extends Context.Tag("@syllabus/core/OperationKinds")<
@@ -94,7 +121,12 @@ export const operationItemView = (record: StoredRecord): JsonObject => inOrder(r
  */
 export const startOperation = Effect.fn("Operations.start")(function* (
   type: string,
-  items: ReadonlyArray<{ readonly key: string; readonly payload: JsonObject }>
+  items: ReadonlyArray<{ readonly key: string; readonly payload: JsonObject }>,
+  /**
+   * `enumeration`: what the kind's `enumerate` reads (kept internal); the worker that claims the
+   * operation records its items first, through it (none are given here).
+   */
+  options?: { readonly enumeration?: JsonObject }
 ) {
   yield* checkBacklog()
   const caller = yield* Caller
@@ -127,7 +159,9 @@ export const startOperation = Effect.fn("Operations.start")(function* (
       grant: [...caller.grant.entries()].map(([capability, held]) => [capability, held === "all" ? "all" : [...held]])
     },
     lease_owner: null,
-    lease_until: null
+    lease_until: null,
+    // Internal: what an enumerated operation's items come from, and false until the worker has recorded every one.
+    ...(options?.enumeration === undefined ? {} : { enumeration: options.enumeration, enumerated: false })
   } satisfies JsonObject
   const record = yield* records.insert(caller.tenant, OPERATION_TYPE, id, data).pipe(Effect.mapError(writeUnavailable))
   yield* recordItems(id, at, items)
@@ -307,7 +341,17 @@ const itemFailure = (error: unknown, resourceId: string | null) =>
         message: renderMessage("en-US", (error as ApiError).code),
         field: (error as ApiError).details[0]?.field ?? null,
         reason: (error as ApiError).reason ?? (error as ApiError).details[0]?.reason ?? null,
-        resource_id: resourceId
+        resource_id: resourceId,
+        // Every problem itemized (an import's row invalid in several fields), when there are any.
+        ...((error as ApiError).details.length > 0
+          ? {
+              details: (error as ApiError).details.map((d) => ({
+                field: d.field ?? d.parameter ?? null,
+                code: d.code,
+                reason: d.reason ?? null
+              }))
+            }
+          : {})
       }
     : { code: "internal_error", message: renderMessage("en-US", "internal_error"), field: null, reason: null, resource_id: resourceId }
 
@@ -328,12 +372,6 @@ const itemsOf = (operation: StoredRecord) =>
       if (page.length < 1000) return out
     }
   })
-
-const progressOf = (items: ReadonlyArray<StoredRecord>) => ({
-  done: items.filter((i) => i.data.status === "succeeded").length,
-  failed: items.filter((i) => i.data.status === "failed").length,
-  total: items.length
-})
 
 /**
  * Inside a unit of work of items: the operation must still be ours (else the items' writes
@@ -374,7 +412,9 @@ const runOperation = (operation: StoredRecord, owner: string) =>
     const kinds = yield* OperationKinds
     const kind = kinds.get(String(operation.data.type))
     const caller = workerCaller(operation)
-    const queued = (yield* itemsOf(operation)).filter((item) => item.data.status === "queued")
+    if (kind?.enumerate !== undefined && operation.data.enumerated === false) {
+      if (!(yield* enumerateItems(operation, owner, caller, kind.enumerate))) return // another worker took over
+    }
 
     /** An item's write and its `succeeded` record, inside the unit of work of its chunk. */
     const runItem = (item: StoredRecord) =>
@@ -425,21 +465,136 @@ const runOperation = (operation: StoredRecord, owner: string) =>
         return recorded._tag === "Right"
       })
 
-    for (let start = 0; start < queued.length; start += OPERATION_CHUNK_ITEMS) {
-      // A turn of the event loop between chunks: requests are read between units of work.
-      if (start > 0) yield* yieldToEventLoop
-      const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
-      if (!current || current.data.lease_owner !== owner) return // another worker took over
-      if (current.data.cancellation_requested === true) break
-      const chunk = queued.slice(start, start + OPERATION_CHUNK_ITEMS)
-      const ran = chunk.length > 1 ? yield* Effect.either(runChunk(chunk)) : undefined
-      if (ran?._tag === "Right") continue
-      if (ran !== undefined && itemFailure(ran.left, null).code === "operation_ownership_lost") return
-      for (const item of chunk) {
-        if (!(yield* runAlone(item))) return
+    // The queued items a page at a time, in ID order (an enumerated operation may hold millions).
+    let after: string | undefined
+    pages: for (;;) {
+      const queued = yield* records.list(operation.tenant, OPERATION_ITEM_TYPE, {
+        where: [
+          { field: "operation_id", op: "eq", value: operation.id },
+          { field: "status", op: "eq", value: "queued" }
+        ],
+        sort: { field: "id", kind: "text", direction: "asc" },
+        after: after === undefined ? undefined : { value: after, id: after },
+        limit: ITEMS_PAGE
+      })
+      for (let start = 0; start < queued.length; start += OPERATION_CHUNK_ITEMS) {
+        // A turn of the event loop between chunks: requests are read between units of work.
+        if (start > 0 || after !== undefined) yield* yieldToEventLoop
+        const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
+        if (!current || current.data.lease_owner !== owner) return // another worker took over
+        if (current.data.cancellation_requested === true) break pages
+        const chunk = queued.slice(start, start + OPERATION_CHUNK_ITEMS)
+        const ran = chunk.length > 1 ? yield* Effect.either(runChunk(chunk)) : undefined
+        if (ran?._tag === "Right") continue
+        if (ran !== undefined && itemFailure(ran.left, null).code === "operation_ownership_lost") return
+        for (const item of chunk) {
+          if (!(yield* runAlone(item))) return
+        }
       }
+      if (queued.length < ITEMS_PAGE) break
+      after = queued.at(-1)!.id
     }
     yield* finishOperation(operation, owner, caller)
+  })
+
+/** Queued items read per page while an operation runs. */
+const ITEMS_PAGE = 1000
+/** Enumerated items recorded per unit of work (`OperationKind.enumerate`). */
+export const ENUMERATION_PAGE = 500
+
+/**
+ * Record the items of an enumerated operation from its kind's stream, a page per unit of work
+ * holding the lease (the page and the grown `progress.total` commit together, so the count
+ * recorded is where a worker that takes over resumes). Stops at a cancellation. `false`: the
+ * lease was lost.
+ */
+const enumerateItems = (
+  operation: StoredRecord,
+  owner: string,
+  caller: CallerInfo,
+  enumerate: NonNullable<OperationKind["enumerate"]>
+) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    const skip = Number((operation.data.progress as { total?: number } | null)?.total ?? 0)
+    let outcome: "held" | "lost" | "canceled" = "held"
+    /** The operation if this worker still holds it; else records why not. */
+    const held = Effect.gen(function* () {
+      const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
+      if (!current || current.data.lease_owner !== owner || current.data.status !== "running") outcome = "lost"
+      else if (current.data.cancellation_requested === true) outcome = "canceled"
+      return outcome === "held" ? current : undefined
+    })
+    yield* enumerate((operation.data.enumeration ?? {}) as JsonObject, skip).pipe(
+      Stream.grouped(ENUMERATION_PAGE),
+      Stream.runForEachWhile((page) =>
+        uow.transaction(
+          Effect.gen(function* () {
+            const current = yield* held
+            if (!current) return false
+            const items = [...page]
+            yield* recordItems(operation.id, String(current.data.created_at), items)
+            const progress = current.data.progress as { done: number; failed: number; total: number }
+            const now = yield* Clock.currentTimeMillis
+            yield* records.update(
+              operation.tenant,
+              OPERATION_TYPE,
+              operation.id,
+              { ...current.data, progress: { ...progress, total: progress.total + items.length }, lease_until: now + OPERATION_LEASE_MS },
+              { expectedRevision: current.revision }
+            )
+            return true
+          })
+        ).pipe(Effect.zipLeft(yieldToEventLoop))
+      ),
+      Effect.provideService(Caller, caller)
+    )
+    if (outcome !== "held") return outcome === "canceled"
+    return yield* uow.transaction(
+      Effect.gen(function* () {
+        const current = yield* held
+        if (!current) return outcome === "canceled"
+        yield* records.update(operation.tenant, OPERATION_TYPE, operation.id, { ...current.data, enumerated: true }, { expectedRevision: current.revision })
+        return true
+      })
+    )
+  })
+
+/** An operation's items counted by status, and its first failed item: read through indexes, never every item. */
+const tallyItems = (operation: StoredRecord) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const ofOperation = { field: "operation_id", op: "eq", value: operation.id } as const
+    const counts = yield* records.count(operation.tenant, OPERATION_ITEM_TYPE, [ofOperation], ["status"])
+    const counted = (status: string) => counts.filter((c) => c.key[0] === status).reduce((n, c) => n + c.count, 0)
+    const [firstFailed] = yield* records.list(operation.tenant, OPERATION_ITEM_TYPE, {
+      where: [ofOperation, { field: "status", op: "eq", value: "failed" }],
+      sort: { field: "id", kind: "text", direction: "asc" },
+      limit: 1
+    })
+    return {
+      progress: { done: counted("succeeded"), failed: counted("failed"), total: counts.reduce((n, c) => n + c.count, 0) },
+      firstFailed
+    }
+  })
+
+/** Mark the queued items of an operation canceled, a page at a time (each page leaves `queued`, so the next read starts over). */
+const cancelQueuedItems = (operation: StoredRecord, at: string) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    for (;;) {
+      const page = yield* records.list(operation.tenant, OPERATION_ITEM_TYPE, {
+        where: [
+          { field: "operation_id", op: "eq", value: operation.id },
+          { field: "status", op: "eq", value: "queued" }
+        ],
+        sort: { field: "id", kind: "text", direction: "asc" },
+        limit: ITEMS_PAGE
+      })
+      yield* Effect.forEach(page, (i) => records.update(operation.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: at }))
+      if (page.length < ITEMS_PAGE) return
+    }
   })
 
 /** The end of a run: succeeded, failed (its error: the first failed item, or `items_failed`), or canceled. */
@@ -451,19 +606,12 @@ const finishOperation = (operation: StoredRecord, owner: string, caller: CallerI
       Effect.gen(function* () {
         const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
         if (!current || current.data.lease_owner !== owner) return
-        const items = yield* itemsOf(operation)
         const canceled = current.data.cancellation_requested === true
         const now = yield* Clock.currentTimeMillis
-        if (canceled) {
-          yield* Effect.forEach(
-            items.filter((i) => i.data.status === "queued"),
-            (i) => records.update(operation.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: formatTimestamp(now) })
-          )
-        }
-        const progress = progressOf(items)
-        const failedItems = items.filter((i) => i.data.status === "failed")
-        const status = canceled ? "canceled" : failedItems.length > 0 ? "failed" : "succeeded"
-        const firstError = failedItems[0]?.data.error as JsonObject | undefined
+        if (canceled) yield* cancelQueuedItems(operation, formatTimestamp(now))
+        const { progress, firstFailed } = yield* tallyItems(operation)
+        const status = canceled ? "canceled" : progress.failed > 0 ? "failed" : "succeeded"
+        const firstError = firstFailed?.data.error as JsonObject | undefined
         const saved = yield* records.update(
           operation.tenant,
           OPERATION_TYPE,
@@ -476,9 +624,9 @@ const finishOperation = (operation: StoredRecord, owner: string, caller: CallerI
             error:
               status !== "failed"
                 ? null
-                : failedItems.length === 1 && firstError
+                : progress.failed === 1 && firstError
                   ? firstError
-                  : { code: "items_failed", message: `${failedItems.length} items failed.`, field: null, reason: firstError ? String(firstError.code) : null, resource_id: null },
+                  : { code: "items_failed", message: `${progress.failed} items failed.`, field: null, reason: firstError ? String(firstError.code) : null, resource_id: null },
             finished_at: formatTimestamp(now),
             lease_owner: null,
             lease_until: null
@@ -487,6 +635,8 @@ const finishOperation = (operation: StoredRecord, owner: string, caller: CallerI
         )
         const verb = status === "succeeded" ? "completed" : status
         yield* emitEvent(`operation.${verb}`, operationView(saved)).pipe(Effect.provideService(Caller, caller))
+        const onFinished = (yield* OperationKinds).get(String(operation.data.type))?.onFinished
+        if (onFinished) yield* onFinished(operationView(saved)).pipe(Effect.provideService(Caller, caller), Effect.orDie)
       })
     )
   })
@@ -498,7 +648,9 @@ export const operationsAccessPaths: ReadonlyArray<AccessPath> = [
   // `GET /operations` filtered by status or type, and an operation's items, newest or oldest first.
   listPath(OPERATION_TYPE, ["status"], [{ field: "id", kind: "text" }]),
   listPath(OPERATION_TYPE, ["type"], [{ field: "id", kind: "text" }]),
-  listPath(OPERATION_ITEM_TYPE, ["operation_id"], [{ field: "id", kind: "text" }])
+  listPath(OPERATION_ITEM_TYPE, ["operation_id"], [{ field: "id", kind: "text" }]),
+  // The worker's pages of queued items, the first failed one, the count by status.
+  listPath(OPERATION_ITEM_TYPE, ["operation_id", "status"], [{ field: "id", kind: "text" }])
 ]
 
 /** What is due across tenants, at most `limit` of each: queued operations, and running ones whose lease ran out. */
@@ -637,6 +789,8 @@ export const cancelOperation = Effect.fn("Operations.cancel")(function* (id: str
   })
   yield* recordChange("operation.cancellation_requested", { object: "operation", id })
   if (queued) yield* emitEvent("operation.canceled", operationView(saved))
+  const onFinished = (yield* OperationKinds).get(String(record.data.type))?.onFinished
+  if (queued && onFinished) yield* onFinished(operationView(saved)).pipe(Effect.provideService(Caller, workerCaller(saved)))
   return operationView(saved)
 })
 

@@ -66,7 +66,11 @@ export const idPrefixes = {
   email_bounce: "ebn",
   ticket_message: "tkm",
   funnel: "fnl",
-  funnel_step: "fst"
+  funnel_step: "fst",
+  // issue 16: bulk exports
+  export: "exp",
+  // issue 16: bulk imports
+  import: "imp"
 } as const
 
 export type IdKind = keyof typeof idPrefixes

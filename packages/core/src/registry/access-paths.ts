@@ -27,6 +27,10 @@ import { legalAccessPaths } from "../legal/term-acceptances.js"
 import { replicasAccessPaths } from "../account/replicas.js"
 import { salesAccessPaths } from "../sales/sales.js"
 import { describedResources } from "./resources.js"
+import { exportsAccessPaths } from "../bulk/exports.js"
+import { importsAccessPaths } from "./imports.js"
+import { configurationAccessPaths } from "../bulk/configuration-manifest.js"
+import { exportsReportAccessPaths } from "../reports/exports-report.js"
 
 /** Sign-in (`@syllabus/http`'s OAuth login) finds an administrator's other accounts by email. */
 const signInAccessPaths: ReadonlyArray<AccessPath> = [housekeepingPath(ADMINISTRATOR_TYPE, ["email"], [{ field: "id", kind: "text" }])]
@@ -52,7 +56,11 @@ export const declaredAccessPaths: ReadonlyArray<AccessPath> = [
   ...supportReportAccessPaths,
   ...legalAccessPaths,
   ...replicasAccessPaths,
-  ...salesAccessPaths
+  ...salesAccessPaths,
+  ...exportsAccessPaths,
+  ...importsAccessPaths,
+  ...configurationAccessPaths,
+  ...exportsReportAccessPaths
 ]
 
 /** The paths of `definitions` (every described resource by default) and the declared ones. */

@@ -29,7 +29,7 @@ import {
 } from "../people/people.js"
 import type { Crypto } from "../ports/crypto.js"
 import type { JsonObject, Records, StoredRecord } from "../ports/store.js"
-import type { ResourceDefinition } from "../records/resource.js"
+import { createResource, deleteResource, type ResourceDefinition, updateResource } from "../records/resource.js"
 import { createTicket, tickets, ticketViews } from "../support/tickets.js"
 import { funnels, funnelViews } from "../sales/funnels.js"
 
@@ -112,3 +112,29 @@ export const batchResources: ReadonlyArray<BatchResource> = [
   // Funnels: the generic writes, shown with each step's conversion counts (as `/sales/funnels`).
   { definition: funnels, useCases: { view: funnelViews } }
 ]
+
+/**
+ * The write a resource's own route runs: its use case named above, else the generic machinery
+ * of its description. Batch items (`registry/batches.ts`) and the changes of an applied
+ * configuration plan (`bulk/configuration-plans.ts`) both run it.
+ */
+export const writeResource = (
+  definition: ResourceDefinition,
+  action: BatchAction,
+  parents: ParentIds,
+  id: string,
+  body: JsonObject
+): Effect.Effect<StoredRecord | undefined, ApiError, ItemServices> => {
+  const useCases = batchResources.find((own) => own.definition.plural === definition.plural)?.useCases ?? {}
+  return action === "create"
+    ? useCases.create
+      ? useCases.create(parents, body)
+      : createResource(definition, parents, body)
+    : action === "update"
+      ? useCases.update
+        ? useCases.update(parents, id, body)
+        : updateResource(definition, parents, id, body, undefined)
+      : useCases.delete
+        ? useCases.delete(parents, id)
+        : deleteResource(definition, parents, id)
+}

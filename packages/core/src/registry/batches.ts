@@ -9,13 +9,13 @@
  */
 import { Effect, Either, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { allows } from "../access/policies.js"
+import { allows, type Grant } from "../access/policies.js"
 import { apiError, type DetailItem } from "../errors/errors.js"
 import { MAX_BATCH_ITEMS, type OperationKind, startOperation } from "../operations/operations.js"
 import type { Json, JsonObject } from "../ports/store.js"
-import { createResource, deleteResource, type ResourceDefinition, resourceView, resourceWrites, updateResource } from "../records/resource.js"
+import { type ResourceDefinition, resourceView, resourceWrites } from "../records/resource.js"
 import { detailsOf, strict } from "../records/schema.js"
-import { type BatchAction, type BatchResource, batchResources, type BatchUseCases } from "./batch-use-cases.js"
+import { type BatchAction, type BatchResource, batchResources, type BatchUseCases, writeResource } from "./batch-use-cases.js"
 import { resourceDefinitions } from "./resources.js"
 
 interface BatchType {
@@ -60,29 +60,37 @@ const batchTypes: ReadonlyMap<string, BatchType> = new Map(
 
 export const batchTypeNames: ReadonlyArray<string> = [...batchTypes.keys()]
 
+/** The problems of one item (without its `key`), each on its field: its schema, then its scope. Empty: valid. */
+const itemProblems = (batch: BatchType, grant: Grant, payload: JsonObject): ReadonlyArray<DetailItem> => {
+  const decoded = Schema.decodeUnknownEither(batch.item)(payload, strict)
+  if (Either.isLeft(decoded)) return detailsOf(decoded.left, "field")
+  // As the routes do: a resource-limited policy reaches only its resources (the outermost parent's for nested ones).
+  const [scopeField] = [...parentFields(batch.definition)].reverse()
+  const scoped = scopeField ?? (batch.action === "create" ? undefined : "id")
+  const scope = scoped === undefined ? undefined : payload[scoped]
+  const capability = `${batch.definition.plural}.${batch.action}`
+  return typeof scope === "string" && !allows(grant, capability, scope) ? [{ field: scoped!, code: "not_found" }] : []
+}
+
+/**
+ * One item of a batch type checked as `POST /operations` checks it (an import's row is one):
+ * the problems on its fields, empty when it is valid; undefined for a type that does not exist.
+ */
+export const batchItemProblems = (type: string, grant: Grant, payload: JsonObject): ReadonlyArray<DetailItem> | undefined => {
+  const batch = batchTypes.get(type)
+  return batch === undefined ? undefined : itemProblems(batch, grant, payload)
+}
+
 const parentIdsOf = (definition: ResourceDefinition, payload: JsonObject) =>
   Object.fromEntries(parentFields(definition).map((f) => [f, typeof payload[f] === "string" ? payload[f] : undefined]))
 
 const strip = (payload: JsonObject, fields: ReadonlyArray<string>) =>
   Object.fromEntries(Object.entries(payload).filter(([k]) => !fields.includes(k))) as JsonObject
 
-/** The write of one item, through the resource's own use case or the generic machinery. */
-const writeItem = (definition: ResourceDefinition, useCases: BatchUseCases, action: BatchAction, payload: JsonObject) => {
-  const parents = parentIdsOf(definition, payload)
+/** The write of one item: what the resource's own route runs (`writeResource`). */
+const writeItem = (definition: ResourceDefinition, action: BatchAction, payload: JsonObject) => {
   const own = strip(payload, parentFields(definition))
-  const id = String(own.id ?? "")
-  const patch = strip(own, ["id"])
-  return action === "create"
-    ? useCases.create
-      ? useCases.create(parents, own)
-      : createResource(definition, parents, own)
-    : action === "update"
-      ? useCases.update
-        ? useCases.update(parents, id, patch)
-        : updateResource(definition, parents, id, patch, undefined)
-      : useCases.delete
-        ? useCases.delete(parents, id)
-        : deleteResource(definition, parents, id)
+  return writeResource(definition, action, parentIdsOf(definition, payload), String(own.id ?? ""), action === "create" ? own : strip(own, ["id"]))
 }
 
 /** A stored result (`{ id, object }`) as the caller reading the items may see it. */
@@ -107,7 +115,7 @@ export const batchKinds: Readonly<Record<string, OperationKind>> = Object.fromEn
       {
         // The result is the record as the operation's starter may see it (items run as the starter).
         runItem: (payload) =>
-          Effect.flatMap(writeItem(definition, useCases, action, payload), (record) =>
+          Effect.flatMap(writeItem(definition, action, payload), (record) =>
             record
               ? Effect.map(view([represent(record)]), ([object]): Json => ({ id: record.id, object: object ?? null }))
               : Effect.succeed<Json>({ id: String(payload.id ?? "") })
@@ -151,18 +159,7 @@ export const startBatch = Effect.fn("Batches.start")(function* (body: typeof Sta
       duplicates.push({ field: `items[${i}].key`, code: "duplicate_item_key", params: { first: seen.get(key)! } })
     } else seen.set(key, i)
     const payload = strip(raw as JsonObject, ["key"])
-    const decoded = Schema.decodeUnknownEither(batch.item)(payload, strict)
-    if (Either.isLeft(decoded)) {
-      for (const detail of detailsOf(decoded.left, "field")) invalid.push({ ...detail, field: `items[${i}].${detail.field}` })
-    } else {
-      // As the routes do: a resource-limited policy reaches only its resources (the outermost parent's for nested ones).
-      const [scopeField] = [...parentFields(batch.definition)].reverse()
-      const scoped = scopeField ?? (batch.action === "create" ? undefined : "id")
-      const scope = scoped === undefined ? undefined : payload[scoped]
-      if (typeof scope === "string" && !allows(caller.grant, capability, scope)) {
-        invalid.push({ field: `items[${i}].${scoped}`, code: "not_found" })
-      }
-    }
+    for (const detail of itemProblems(batch, caller.grant, payload)) invalid.push({ ...detail, field: `items[${i}].${detail.field}` })
     return { key: String(key), payload }
   })
   if (duplicates.length > 0) return yield* Effect.fail(apiError("duplicate_item_key", { details: duplicates }))

@@ -34,6 +34,16 @@ const listedCapabilities: ReadonlyArray<string> = [
   "operations.cancel",
   "files.read",
   "files.create",
+  // Exports (bulk/exports.ts): start one (it also needs the resource's `<plural>.read`) and read them.
+  "exports.read",
+  "exports.create",
+  // Imports (registry/imports.ts): start one (it also needs the write its rows make, e.g. `users.create`) and read them.
+  "imports.read",
+  "imports.create",
+  // Configuration plans (bulk/configuration-plans.ts): compute and read plans, export the manifest; apply one (it also needs the write of each change).
+  "configuration_plans.read",
+  "configuration_plans.create",
+  "configuration_plans.apply",
   ...crud("showcases"),
   ...crud("banners"),
   ...crud("navigation"),

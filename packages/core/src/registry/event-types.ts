@@ -23,6 +23,9 @@ import { DOMAIN_TYPE, domainEventVerbs } from "../account/domains.js"
 import { REPLICA_TYPE, replicaEventVerbs } from "../account/replicas.js"
 import { SALES_EVENT_TYPE, salesEventEventVerbs } from "../sales/sales-events.js"
 import { describedResources } from "./resources.js"
+import { EXPORT_TYPE, exportFields } from "../bulk/exports.js"
+import { IMPORT_TYPE, importFields } from "./imports.js"
+import { CONFIGURATION_PLAN_TYPE, configurationPlanFields } from "../bulk/configuration-plans.js"
 
 export interface EventTypeEntry {
   readonly object: "event_type"
@@ -96,6 +99,9 @@ export const eventTypeCatalog: ReadonlyArray<EventTypeEntry> = [
   entry(CERTIFICATE_TEMPLATE_TYPE, "updated", certificateTemplateFields),
   entry(LESSON_PROGRESS_TYPE, "updated", lessonProgressFields),
   ...["completed", "failed", "canceled"].map((verb) => entry("operation", verb, operationFields)),
+  ...["created", "completed", "failed"].map((verb) => entry(EXPORT_TYPE, verb, exportFields)),
+  ...["created", "completed"].map((verb) => entry(IMPORT_TYPE, verb, importFields)),
+  ...["created", "applied"].map((verb) => entry(CONFIGURATION_PLAN_TYPE, verb, configurationPlanFields)),
   ...emailMessageEventVerbs.map((verb) => entry(EMAIL_MESSAGE_TYPE, verb, emailMessageFields)),
   ...emailBounceEventVerbs.map((verb) => entry(EMAIL_BOUNCE_TYPE, verb, emailBounceFields))
 ].sort((a, b) => (a.type < b.type ? -1 : 1))

@@ -25,7 +25,10 @@ import { legalTermVersions } from "../legal/legal-terms.js"
 import { legalResources } from "../legal/legal.js"
 import { domains } from "../account/domains.js"
 import { replicas, replicasOperationKinds } from "../account/replicas.js"
+import { configurationPlanOperationKinds } from "../bulk/configuration-plans.js"
+import { writeResource } from "./batch-use-cases.js"
 import { salesOperationKinds, salesOwnRouteResources, salesResources } from "../sales/sales.js"
+import { exportsOperationKinds } from "../bulk/exports.js"
 
 export const resourceDefinitions: ReadonlyArray<ResourceDefinition> = [
   showcases,
@@ -77,5 +80,8 @@ export const operationKinds: Readonly<Record<string, OperationKind>> = {
   ...siteOperationKinds,
   ...webhooksOperationKinds,
   ...salesOperationKinds,
-  ...replicasOperationKinds
+  ...replicasOperationKinds,
+  ...exportsOperationKinds,
+  // A configuration plan's application: one item per change (bulk/configuration-plans.ts).
+  ...configurationPlanOperationKinds(writeResource)
 }

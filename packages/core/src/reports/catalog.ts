@@ -294,12 +294,38 @@ export const EMAIL_BOUNCES_REPORT: ReportDescription = {
   paginated: true
 }
 
+export const EXPORTS_REPORT: ReportDescription = {
+  id: "exports",
+  path: "/reports/exports",
+  title: "Exports",
+  description:
+    "Per resource type and status (`queued`, `succeeded`, `failed`, `canceled`, `expired`): the exports made in the period, the rows and the bytes their files hold (counted when an export succeeds, so 0 for the other statuses but `expired`, whose file was removed). Combinations without exports have no row; the totals are the sums of the rows.",
+  filters: [
+    filter("created_after", "date-time", "Exports made at or after this instant; without it, from the first."),
+    filter("created_before", "date-time", "Exports made before this instant; without it, until now."),
+    filter("resource_type", "string", "Only the exports of this resource type (e.g. `users`)."),
+    ...pageFilters
+  ],
+  columns: [
+    column("resource_type", "string", "The resource type exported (`users`, `products`, …)."),
+    column("status", "string", "The exports' status."),
+    column("exports", "integer", "Exports of that type in that status."),
+    column("rows", "integer", "Rows written by them (the sum of their `row_count`)."),
+    column("bytes", "integer", "Bytes of their files (the sum of their `size`).")
+  ],
+  source: ["export"],
+  freshness: "live",
+  order: "by resource type, then status",
+  paginated: true
+}
+
 /** Every report served, in the order `GET /reports` lists them. */
 export const reportCatalog: ReadonlyArray<ReportDescription> = [
   ACTIVITY_REPORT,
   CERTIFICATES_REPORT,
   EMAIL_BOUNCES_REPORT,
   EXAMS_REPORT,
+  EXPORTS_REPORT,
   LESSONS_REPORT,
   PRODUCTS_REPORT,
   RANKINGS_REPORT,

@@ -34,6 +34,8 @@ import { type AccessPath, housekeepingPath, Records } from "../ports/store.js"
 import { formatTimestamp } from "../records/time.js"
 import { sweepExpiredUploads } from "../uploads/uploads.js"
 import { sweepExpiredFiles } from "../uploads/file-content.js"
+import { sweepExpiredExports } from "../bulk/exports.js"
+import { CONFIGURATION_PLAN_RETENTION_MS, CONFIGURATION_PLAN_TYPE } from "../bulk/configuration-plans.js"
 import { expireDueEnrollments } from "../learning/enrollments.js"
 import { backgroundBudget, SYSTEM_ACCOUNT, yieldToEventLoop } from "../workers/background.js"
 import { AUDIT_ENTRY_TYPE, AUDIT_RETENTION_MS, REQUEST_TYPE } from "./audit.js"
@@ -55,7 +57,8 @@ const retained: ReadonlyArray<{ readonly type: string; readonly keptMs: number }
   { type: WEBHOOK_ATTEMPT_TYPE, keptMs: WEBHOOK_DELIVERY_RETENTION_MS },
   { type: WEBHOOK_DELIVERY_TYPE, keptMs: WEBHOOK_DELIVERY_RETENTION_MS },
   { type: OPERATION_TYPE, keptMs: OPERATION_RETENTION_MS },
-  { type: OPERATION_ITEM_TYPE, keptMs: OPERATION_RETENTION_MS }
+  { type: OPERATION_ITEM_TYPE, keptMs: OPERATION_RETENTION_MS },
+  { type: CONFIGURATION_PLAN_TYPE, keptMs: CONFIGURATION_PLAN_RETENTION_MS }
 ]
 
 /** What retention reads across tenants: each retained type by `created_at`. */
@@ -91,7 +94,7 @@ export const pruneRetained = Effect.fn("Retention.prune")(function* () {
  * (`@syllabus/testing`, the contract suite's `h().housekeeping()`).
  */
 export const housekeepingPass = () =>
-  Effect.all([sweepExpiredUploads(), sweepExpiredFiles(), expireDueEnrollments(), pruneRetained()], { discard: true })
+  Effect.all([sweepExpiredUploads(), sweepExpiredFiles(), sweepExpiredExports(), expireDueEnrollments(), pruneRetained()], { discard: true })
 
 /**
  * A job run now and then every `interval` (from the end of a pass), each pass in a slot of the
@@ -116,6 +119,7 @@ export const housekeepingWorker = () =>
   Effect.all([
     every("1 minute", "upload expiry", sweepExpiredUploads()),
     every("1 minute", "file expiry", sweepExpiredFiles()),
+    every("1 minute", "export expiry", sweepExpiredExports()),
     every("1 minute", "enrollment expiry", expireDueEnrollments()),
     every("1 hour", "retention pruning", pruneRetained())
   ], {

@@ -36,7 +36,7 @@ export type Purpose = (typeof purposes)[number]
  * Purposes of files the service makes itself, never uploaded (an upload session refuses them):
  * `certificate_preview`, a certificate template rendered to PDF (learning/certificate-template.ts).
  */
-export const generatedPurposes = ["certificate_preview"] as const
+export const generatedPurposes = ["certificate_preview", "export"] as const
 
 const imageTypes = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 const officeTypes = [
