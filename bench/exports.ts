@@ -18,6 +18,7 @@
  *   BENCH_STORE=postgresql node --import tsx bench/exports.ts
  */
 import { fork } from "node:child_process"
+import { serveBenchAccount } from "./shared.js"
 import { readFileSync } from "node:fs"
 import { request } from "node:http"
 
@@ -28,7 +29,6 @@ if (process.argv[2] === "--server") {
   const { mkdtempSync } = await import("node:fs")
   const { tmpdir } = await import("node:os")
   const { join } = await import("node:path")
-  const { createServer } = await import("node:http")
   const { makeNodeListener } = await import("@syllabus/http")
   const { MemoryStore } = await import("@syllabus/memory")
   const { LocalFileStorage } = await import("@syllabus/storage")
@@ -42,19 +42,7 @@ if (process.argv[2] === "--server") {
     store = pgLayer((await Effect.runPromise(Scope.extend(freshDatabase, scope))).url) as never
   }
   const app = await makeNodeListener({ store, storage: LocalFileStorage({ directory }), rateLimits: "off" })
-  const opened = await app.openAccount({
-    name: "Bench",
-    subdomain: "bench",
-    administrator: { email: "bench@bench.example", name: "Bench", password: "bench password" }
-  })
-  const server = createServer(app.listener)
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    process.send?.({
-      port: typeof address === "object" && address ? address.port : 0,
-      secret: opened.credentials.find((c) => c.environment === "production")!.secret
-    })
-  })
+  await serveBenchAccount(app)
   process.on("message", async () => {
     const { rmSync } = await import("node:fs")
     // The app (and its workers) first, then its database.

@@ -22,6 +22,7 @@
  *   IMPORT_MIB=1024 IMPORT_PAD_BYTES=65536 node --import tsx bench/imports.ts      # a 1 GiB file
  */
 import { fork } from "node:child_process"
+import { serveBenchAccount } from "./shared.js"
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 
@@ -35,7 +36,6 @@ if (process.argv[2] === "--server") {
   const { mkdtempSync, rmSync } = await import("node:fs")
   const { tmpdir } = await import("node:os")
   const { join } = await import("node:path")
-  const { createServer } = await import("node:http")
   const { Effect, Scope } = await import("effect")
   const { makeNodeListener } = await import("@syllabus/http")
   const { MemoryStore } = await import("@syllabus/memory")
@@ -46,16 +46,7 @@ if (process.argv[2] === "--server") {
   const store = process.env["BENCH_STORE"] === "memory" ? MemoryStore : pgLayer((await Effect.runPromise(Scope.extend(freshDatabase, scope))).url)
   const directory = mkdtempSync(join(tmpdir(), "syllabus-import-bench-"))
   const app = await makeNodeListener({ store, storage: LocalFileStorage({ directory }), rateLimits: "off" })
-  const opened = await app.openAccount({
-    name: "Bench",
-    subdomain: `bench${Date.now()}`,
-    administrator: { email: "bench@bench.example", name: "Bench", password: "bench password" }
-  })
-  const server = createServer(app.listener)
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    process.send?.({ port: typeof address === "object" && address ? address.port : 0, secret: opened.credentials.find((c) => c.environment === "production")!.secret })
-  })
+  await serveBenchAccount(app, { subdomain: `bench${Date.now()}` })
   process.on("message", async () => {
     rmSync(directory, { recursive: true, force: true })
     await Effect.runPromise(Scope.close(scope, { _tag: "Success", value: undefined } as never))

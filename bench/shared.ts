@@ -1,4 +1,6 @@
 /** What `bench/run.ts` and its server children agree on. */
+import type { Embedding } from "@syllabus/http"
+import { createServer, type RequestListener, type Server } from "node:http"
 
 export type ServerKind = "raw" | "effect" | "memory" | "postgresql"
 
@@ -32,3 +34,29 @@ export const defaultDatabaseUrl = "postgres://postgres@127.0.0.1:5432/test"
  * request path would cost the request nothing.
  */
 export type Experiment = "none" | "skip-request-log"
+
+/**
+ * In a benchmark's server child: open a `bench` account on `app`, serve it on a free loopback
+ * port, and send the parent `{ port, secret, ...extra }` (`secret`: the account's production
+ * credential secret). Answers the server.
+ */
+export const serveBenchAccount = async (
+  app: Embedding & { readonly listener: RequestListener },
+  options: { readonly subdomain?: string; readonly extra?: Readonly<Record<string, unknown>> } = {}
+): Promise<Server> => {
+  const opened = await app.openAccount({
+    name: "Bench",
+    subdomain: options.subdomain ?? "bench",
+    administrator: { email: "bench@bench.example", name: "Bench", password: "bench password" }
+  })
+  const server = createServer(app.listener)
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    process.send?.({
+      port: typeof address === "object" && address ? address.port : 0,
+      secret: opened.credentials.find((c) => c.environment === "production")!.secret,
+      ...options.extra
+    })
+  })
+  return server
+}

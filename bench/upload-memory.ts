@@ -10,6 +10,7 @@
  *   UPLOAD_MIB=256 node --import tsx bench/upload-memory.ts
  */
 import { fork } from "node:child_process"
+import { serveBenchAccount } from "./shared.js"
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { request } from "node:http"
@@ -22,26 +23,12 @@ if (process.argv[2] === "--server") {
   const { mkdtempSync } = await import("node:fs")
   const { tmpdir } = await import("node:os")
   const { join } = await import("node:path")
-  const { createServer } = await import("node:http")
   const { makeNodeListener } = await import("@syllabus/http")
   const { MemoryStore } = await import("@syllabus/memory")
   const { LocalFileStorage } = await import("@syllabus/storage")
   const directory = mkdtempSync(join(tmpdir(), "syllabus-upload-bench-"))
   const app = await makeNodeListener({ store: MemoryStore, storage: LocalFileStorage({ directory }), rateLimits: "off" })
-  const opened = await app.openAccount({
-    name: "Bench",
-    subdomain: "bench",
-    administrator: { email: "bench@bench.example", name: "Bench", password: "bench password" }
-  })
-  const server = createServer(app.listener)
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    process.send?.({
-      port: typeof address === "object" && address ? address.port : 0,
-      secret: opened.credentials.find((c) => c.environment === "production")!.secret,
-      directory
-    })
-  })
+  await serveBenchAccount(app, { extra: { directory } })
   process.on("message", async () => {
     const { rmSync } = await import("node:fs")
     rmSync(directory, { recursive: true, force: true })

@@ -39,7 +39,8 @@ import {
   resourceView,
   ruleViolation,
   saveResource,
-  inRequestedOrder
+  inRequestedOrder,
+  keptIdProblems
 } from "../records/resource.js"
 import { Bool, Enum, List, PublicId, RichText, Text } from "../records/schema.js"
 import { requireFile } from "../uploads/uploads.js"
@@ -97,14 +98,7 @@ const alternativeIds = (data: JsonObject): ReadonlyArray<string> =>
 const buildAlternatives = (input: ReadonlyArray<AlternativeInput>, existing: ReadonlySet<string>) =>
   Effect.gen(function* () {
     const ids = yield* Ids
-    const problems: Array<DetailItem> = []
-    const seen = new Set<string>()
-    input.forEach((item, i) => {
-      if (item.id === undefined) return
-      if (!existing.has(item.id)) problems.push({ field: `alternatives[${i}].id`, code: "validation_failed", reason: "not_found" })
-      else if (seen.has(item.id)) problems.push({ field: `alternatives[${i}].id`, code: "invalid_value", reason: "duplicate" })
-      seen.add(item.id)
-    })
+    const problems = keptIdProblems("alternatives", input, existing)
     if (!input.some((item) => item.correct === true)) {
       problems.push({ field: "alternatives", code: "invalid_value", reason: "no_correct_alternative" })
     }

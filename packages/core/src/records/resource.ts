@@ -175,6 +175,28 @@ export type ResourceWrite = "create" | "update" | "delete"
 export const resourceWrites = (definition: ResourceDefinition): ReadonlyArray<ResourceWrite> => definition.writes ?? ["create", "update", "delete"]
 
 /**
+ * A list held inside a record and replaced whole by a PATCH (an exam question's alternatives, a
+ * funnel's steps): an item sent with its `id` keeps it, so the ID must be one of the record's
+ * (`existing`, none on create; else reason `not_found`) and appear once (else `duplicate`). The
+ * problems, itemized on `<field>[i].id`.
+ */
+export const keptIdProblems = (
+  field: string,
+  items: ReadonlyArray<{ readonly id?: string | undefined }>,
+  existing: ReadonlySet<string>
+): Array<DetailItem> => {
+  const problems: Array<DetailItem> = []
+  const seen = new Set<string>()
+  items.forEach((item, i) => {
+    if (item.id === undefined) return
+    if (!existing.has(item.id)) problems.push({ field: `${field}[${i}].id`, code: "validation_failed", reason: "not_found" })
+    else if (seen.has(item.id)) problems.push({ field: `${field}[${i}].id`, code: "invalid_value", reason: "duplicate" })
+    seen.add(item.id)
+  })
+  return problems
+}
+
+/**
  * A reorder's `ids` must be exactly the current set, each once: else 422 `order_set_mismatch`,
  * itemized (`not_in_set`, `duplicate`, `missing`). Answers the records in the order asked.
  */

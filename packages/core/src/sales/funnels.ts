@@ -35,7 +35,7 @@ import { Effect, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { apiError, type DetailItem, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records } from "../ports/store.js"
-import { defineResource, type ResourceDefinition, ruleViolation } from "../records/resource.js"
+import { defineResource, keptIdProblems, type ResourceDefinition, ruleViolation } from "../records/resource.js"
 import { Enum, List, PublicId, Text } from "../records/schema.js"
 import { FUNNEL_STEP_FIGURES } from "../reports/figures.js"
 import { figuresOf } from "../reports/reports.js"
@@ -119,14 +119,8 @@ const deliveryIds = (data: JsonObject | null): ReadonlySet<string> =>
 const buildSteps = (input: ReadonlyArray<StepInput>, existing: ReadonlySet<string>) =>
   Effect.gen(function* () {
     const ids = yield* Ids
-    const problems: Array<DetailItem> = []
-    const seen = new Set<string>()
+    const problems = keptIdProblems("steps", input, existing)
     input.forEach((step, i) => {
-      if (step.id !== undefined) {
-        if (!existing.has(step.id)) problems.push({ field: `steps[${i}].id`, code: "validation_failed", reason: "not_found" })
-        else if (seen.has(step.id)) problems.push({ field: `steps[${i}].id`, code: "invalid_value", reason: "duplicate" })
-        seen.add(step.id)
-      }
       const delivery = step.delivery_id ?? null
       if (paidKinds.has(step.kind) && delivery === null) {
         problems.push({ field: `steps[${i}].delivery_id`, code: "required", reason: "required_for_kind" })
