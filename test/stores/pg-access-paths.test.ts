@@ -133,7 +133,8 @@ const machineryQuery = (definition: ResourceDefinition, input: Partial<ListInput
         Effect.succeed({ type, id, tenant: t, revision: 1, data: { ...parentIds, deleted: false } }),
       list: (_t: Tenant, _type: string, query: ListQuery) => Effect.sync(() => (asked = query, []))
     } as unknown as Records["Type"]
-    const caller = { tenant, requestId: "req_test" } as unknown as CallerInfo
+    // Every capability for every record: the list reads no scope condition.
+    const caller = { tenant, requestId: "req_test", grant: { get: () => "all" } } as unknown as CallerInfo
     yield* listResources(definition, {
       parentIds,
       limit: 50,
@@ -142,7 +143,6 @@ const machineryQuery = (definition: ResourceDefinition, input: Partial<ListInput
       deleted: false,
       q: undefined,
       filters: {},
-      visible: "all",
       ...input
     }).pipe(
       Effect.provideService(Records, records),

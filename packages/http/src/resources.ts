@@ -18,8 +18,8 @@ import {
   resourceEtag,
   Records,
   resourceView,
-  updateResource,
-  visibleResources
+  scopedInCore,
+  updateResource
 } from "@syllabus/core"
 import { Effect, Schema } from "effect"
 import { defineOperation, type Operation, type Reply } from "./operation.js"
@@ -56,8 +56,13 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
   const item = itemParam(definition)
   const itemPath = `${definition.path}/{${item}}`
   const params = { ...parentParams, [item]: definition.idKind }
-  // A resource-limited policy names top-level resources: nested ones are scoped by their outermost parent.
-  const scope = parents[0]?.field
+  // A resource-limited policy names records: the pipeline checks the path's ID (a nested resource's
+  // outermost parent, else the record's own), unless the resource has owners, whose records the
+  // core checks once loaded (`scopedInCore`).
+  const inCore = scopedInCore(definition)
+  const scope = inCore ? undefined : parents[0]?.field
+  const itemScope = inCore ? undefined : (scope ?? item)
+  const client = { checkScope: true } as const
   const representation = representationSchema(definition)
   const tag = definition.tag
   // A type the account's plan may cap: its create (and restore) may answer 409 `plan_limit_reached`.
@@ -100,7 +105,6 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       errors: ["invalid_cursor"],
       handler: ({ path, query }) =>
         Effect.gen(function* () {
-          const caller = yield* Caller
           const { limit, cursor, sort, deleted, q, ...rest } = query as Record<string, string | undefined>
           const result = yield* listResources(definition, {
             parentIds: pathIds(path),
@@ -109,8 +113,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
             sort,
             deleted: deleted === "true",
             q,
-            filters: rest,
-            visible: scope ? "all" : visibleResources(caller.grant, `${plural}.read`)
+            filters: rest
           })
           return { status: 200, body: result }
         })
@@ -122,13 +125,13 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       summary: `Retrieve a ${definition.type.replaceAll("_", " ")}.`,
       tag,
       capability: `${plural}.read`,
-      scopedBy: scope ?? item,
+      ...(itemScope ? { scopedBy: itemScope } : {}),
       params,
       idempotency: "none",
       success: { status: 200, description: "The resource.", schema: representation, headers: ["ETag"] },
       errors: [],
       handler: ({ path }) =>
-        getResource(definition, pathIds(path), path[item]!).pipe(
+        getResource(definition, pathIds(path), path[item]!, client).pipe(
           Effect.map((record) => ({ status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) }))
         )
     })],
@@ -147,7 +150,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       success: { status: 201, description: "The new resource.", schema: representation, headers: ["Location", "ETag"] },
       errors: [...(definition.unique ? (["already_exists"] as const) : []), ...planLimit, ...(definition.writeErrors ?? [])],
       handler: ({ path, body }) =>
-        createResource(definition, pathIds(path), body).pipe(
+        createResource(definition, pathIds(path), body, client).pipe(
           Effect.map((record) => ({
             status: 201,
             body: { data: resourceView(definition, record) },
@@ -165,7 +168,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
       }${definition.trash && planNote ? ` ${planNote}` : ""}`,
       tag,
       capability: `${plural}.update`,
-      scopedBy: scope ?? item,
+      ...(itemScope ? { scopedBy: itemScope } : {}),
       params,
       body: UpdateBody,
       idempotency: "optional",
@@ -178,7 +181,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
         ...(definition.writeErrors ?? [])
       ],
       handler: ({ path, body, expectedRevision }) =>
-        updateResource(definition, pathIds(path), path[item]!, body as never, expectedRevision).pipe(
+        updateResource(definition, pathIds(path), path[item]!, body as never, expectedRevision, client).pipe(
           Effect.map((record) => ({ status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) }))
         )
     })],
@@ -191,7 +194,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
         : `Remove a ${definition.type.replaceAll("_", " ")}.`,
       tag,
       capability: `${plural}.delete`,
-      scopedBy: scope ?? item,
+      ...(itemScope ? { scopedBy: itemScope } : {}),
       params,
       idempotency: "optional",
       success: definition.trash
@@ -199,7 +202,7 @@ export const resourceOperations = (definition: ResourceDefinition): ReadonlyArra
         : { status: 204, description: "Removed." },
       errors: [...(definition.replicable ? (["replica_readonly"] as const) : []), ...(definition.writeErrors ?? [])],
       handler: ({ path }) =>
-        deleteResource(definition, pathIds(path), path[item]!).pipe(
+        deleteResource(definition, pathIds(path), path[item]!, client).pipe(
           Effect.map((record) =>
             record ? { status: 200, body: { data: resourceView(definition, record) }, headers: etagged(record) } : { status: 204, body: null }
           )

@@ -57,7 +57,8 @@ import {
   type Where
 } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
-import { READ_PERSONAL, tagViews, userViews } from "../people/people-users.js"
+import { tagViews, userViews } from "../people/people-users.js"
+import { READ_PERSONAL } from "../access/scope.js"
 import {
   type ResourceDefinition,
   representationFields,

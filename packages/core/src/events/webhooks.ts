@@ -296,19 +296,14 @@ export interface WebhookListInput {
   readonly sort: string | undefined
   readonly status: string | undefined
   readonly event_type: string | undefined
-  readonly visible: "all" | ReadonlySet<string>
 }
 
 /** §4.3 `GET /webhooks`: newest first by default; `event_type` narrows the visible set before pagination. */
 export const listWebhooks = (input: WebhookListInput) =>
   Effect.gen(function* () {
-    let visible = input.visible
-    if (input.event_type !== undefined) {
-      const subscribers = yield* subscribersOf(input.event_type).pipe(
-        Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e)))
-      )
-      visible = visible === "all" ? subscribers : new Set([...visible].filter((id) => subscribers.has(id)))
-    }
+    const subscribers = input.event_type === undefined
+      ? undefined
+      : yield* subscribersOf(input.event_type).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
     return yield* listResources(webhooks, {
       parentIds: {},
       limit: input.limit,
@@ -317,6 +312,6 @@ export const listWebhooks = (input: WebhookListInput) =>
       deleted: false,
       q: undefined,
       filters: { status: input.status, event_type: input.event_type },
-      visible
+      ids: subscribers
     })
   })

@@ -30,22 +30,25 @@ import { type ApiError, apiError, fieldError, readUnavailable } from "../errors/
 import { emitEvent, previousAttributes } from "../events/events.js"
 import { type AccessPath, housekeepingPath, type JsonObject, Records, type StoredRecord, UnitOfWork, type Where } from "../ports/store.js"
 import {
+  type ClientAccess,
   createResource,
   defineResource,
   equalsFilter,
   type FilterDefinition,
   loadResource,
+  requireReference,
+  requireResourceReach,
   type ResourceDefinition,
   resourceView,
   saveResource
 } from "../records/resource.js"
 import { Enum, List, PublicId, Timestamp } from "../records/schema.js"
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
+import { products } from "../catalog/products.js"
+import { users } from "../people/people-users.js"
 import { recordChange } from "../trail/audit.js"
 
 export const ENROLLMENT_TYPE = "enrollment"
-const USER_TYPE = "user"
-const PRODUCT_TYPE = "product"
 
 export const enrollmentStatuses = ["active", "expired", "canceled"] as const
 const Status = Enum(...enrollmentStatuses)
@@ -64,16 +67,6 @@ export const activeKey = (userId: string, productId: string): string => `${userI
 export const ACTIVE_KEY = "active_key"
 
 const normalize = (text: string): string => formatTimestamp(Option.getOrThrow(parseTimestamp(text)))
-
-/** A live (non-trashed) record of the caller's tenant for a body field, else 422 `not_found` on it. */
-const requireLive = (type: string, field: string, id: string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const record = yield* records.get(caller.tenant, type, id).pipe(Effect.mapError(readUnavailable))
-    if (!record || record.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
-    return record
-  })
 
 /** The active enrollment of a user in a product, if any (an index lookup of the unique key). */
 export const findActiveEnrollment = (userId: string, productId: string) =>
@@ -130,6 +123,8 @@ export const enrollments: ResourceDefinition = defineResource({
   plural: "enrollments",
   path: "/enrollments",
   tag: "Learning",
+  // A policy naming the product or the learner reaches the enrollment.
+  owners: ["product_id", "user_id"],
   fields: {
     user_id: Schema.String,
     product_id: Schema.String,
@@ -164,8 +159,8 @@ export const enrollments: ResourceDefinition = defineResource({
   }),
   defaults: (body, context) =>
     Effect.gen(function* () {
-      yield* requireLive(USER_TYPE, "user_id", body.user_id)
-      yield* requireLive(PRODUCT_TYPE, "product_id", body.product_id)
+      yield* requireReference(users, "user_id", body.user_id, context.checkScope)
+      yield* requireReference(products, "product_id", body.product_id, context.checkScope)
       const startsAt = body.starts_at === undefined ? formatTimestamp(context.now) : normalize(body.starts_at)
       const expiresAt = body.expires_at == null ? null : normalize(body.expires_at)
       if (expiresAt !== null && (expiresAt <= startsAt || Date.parse(expiresAt) <= context.now)) {
@@ -270,7 +265,8 @@ export const renameActiveKeyConflict = <E extends ApiError>(e: E): E | ApiError<
     : e
 
 /** `POST /enrollments`: the machinery's create, its rare race on the unique key named as the pre-check names it. */
-export const createEnrollment = (body: unknown) => createResource(enrollments, {}, body).pipe(Effect.mapError(renameActiveKeyConflict))
+export const createEnrollment = (body: unknown, access?: ClientAccess) =>
+  createResource(enrollments, {}, body, access).pipe(Effect.mapError(renameActiveKeyConflict))
 
 /**
  * An enrollment a sale gives (sales/delivery-access.ts): source `delivery`, `delivery_id` set,
@@ -287,6 +283,7 @@ export const createDeliveryEnrollment = (input: {
 /** `POST /enrollments/{enrollment_id}/cancellations`: `active` or `expired` → `canceled` (final), event `enrollment.canceled`. */
 export const cancelEnrollment = Effect.fn("Enrollments.cancel")(function* (id: string) {
   const current = yield* loadResource(enrollments, undefined, id)
+  yield* requireResourceReach(enrollments, "update", current)
   if (current.data.status === "canceled") return yield* Effect.fail(apiError("state_conflict", { reason: "enrollment_canceled" }))
   const now = yield* Clock.currentTimeMillis
   const saved = yield* saveResource(

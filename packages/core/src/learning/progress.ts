@@ -32,7 +32,7 @@ import { type AccessPath, type JsonObject, listPath, Records, type StoredRecord,
 import { DAY, formatTimestamp, parseTimestamp } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { Enum, Integer, Timestamp } from "../records/schema.js"
-import { loadResource, recordResourceChange, resourceView, saveResource } from "../records/resource.js"
+import { loadResource, recordResourceChange, requireResourceReach, resourceView, saveResource } from "../records/resource.js"
 import { recordChange } from "../trail/audit.js"
 import { enrollments, isOpenEnrollment, recordEnrollmentChange } from "./enrollments.js"
 import { availabilityOf, rulesOfTargets } from "./release-rules.js"
@@ -206,6 +206,7 @@ export const putLessonProgress = Effect.fn("Progress.put")(function* (enrollment
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis
   const enrollment = yield* loadResource(enrollments, undefined, enrollmentId)
+  yield* requireResourceReach(enrollments, "update", enrollment)
   const lesson = yield* records.get(caller.tenant, LESSON_TYPE, lessonId).pipe(Effect.mapError(readUnavailable))
   if (!lesson || lesson.data.deleted === true || lesson.data.product_id !== enrollment.data.product_id) return yield* Effect.fail(apiError("not_found"))
   if (!isOpenEnrollment(enrollment, now)) return yield* Effect.fail(apiError("state_conflict", { reason: "enrollment_not_active" }))
@@ -244,6 +245,9 @@ export const putLessonProgress = Effect.fn("Progress.put")(function* (enrollment
           enrollment_id: enrollmentId,
           lesson_id: lessonId,
           module_id: String(lesson.data.module_id),
+          // Internal: the enrollment's owners, so that a limited credential's activity report finds its rows (access/scope.ts).
+          product_id: String(enrollment.data.product_id),
+          user_id: String(enrollment.data.user_id),
           ...next,
           created_at: at,
           updated_at: at
@@ -316,6 +320,7 @@ export const getEnrollmentProgress = Effect.fn("Progress.get")(function* (enroll
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   const enrollment = yield* loadResource(enrollments, undefined, enrollmentId)
+  yield* requireResourceReach(enrollments, "read", enrollment)
   const productId = String(enrollment.data.product_id)
   const binding = crypto.sha256Hex(JSON.stringify(["enrollment_progress", caller.tenant, enrollmentId])).slice(0, 24)
 

@@ -7,7 +7,7 @@
  */
 import { Clock, Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { allows } from "../access/policies.js"
+import { READ_PERSONAL, showsPersonalData, withoutPersonalData } from "../access/scope.js"
 import { apiError, type DetailItem, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import {
@@ -38,8 +38,6 @@ export const requireLiveUser = (userId: string) =>
 export const TAG_TYPE = "tag"
 /** One tag assigned to one user: `{ user_id, tag_id }`. */
 export const USER_TAG_TYPE = "user_tag"
-export const READ_PERSONAL = "users.read_personal"
-const personalFields = ["email", "document", "phone"] as const
 
 const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 /** An email address; stored lowercased, so that uniqueness ignores case. */
@@ -142,9 +140,7 @@ export const users = defineResource({
 /** Users as this caller may see them: personal fields `null` without `users.read_personal`. */
 export const userViews = (items: ReadonlyArray<JsonObject>) =>
   Effect.map(Caller, (caller) =>
-    items.map((item) =>
-      allows(caller.grant, READ_PERSONAL, String(item.id)) ? item : { ...item, ...Object.fromEntries(personalFields.map((f) => [f, null])) }
-    )
+    items.map((item) => (showsPersonalData(caller.grant, String(item.id)) ? item : withoutPersonalData(item)))
   )
 
 /** May the caller filter users by email (which would tell personal data)? */

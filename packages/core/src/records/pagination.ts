@@ -2,7 +2,7 @@
  * Cursor pagination (§4.2): `limit` 1..200 (default 50), opaque signed cursors bound to the
  * collection, its sort and its filters, valid 24 hours; `next_cursor` null ends the collection.
  */
-import { Clock, Effect } from "effect"
+import { Clock, type Context, Effect } from "effect"
 import { apiError } from "../errors/errors.js"
 import { Crypto } from "../ports/crypto.js"
 import { type ListQuery, Records, type SortSpec, type StoredRecord, type Tenant, type Where } from "../ports/store.js"
@@ -48,6 +48,12 @@ export interface PageRequest<PositionError = never> {
   readonly collection: string
   /** A check of the record a cursor points at (e.g. 410 `cursor_expired` when it is no longer retained). */
   readonly checkPosition?: (id: string) => Effect.Effect<void, PositionError, Records>
+  /**
+   * What the caller's scope reaches (`reachAlternatives` of access/scope.ts): every record, or
+   * those matching one of these condition sets besides `where` (none: nothing). Access rules come
+   * before pagination (§4.2): each alternative is read through its own index and the pages merged.
+   */
+  readonly reach?: "all" | ReadonlyArray<ReadonlyArray<Where>>
 }
 
 const sortValue = (record: StoredRecord, sort: SortSpec): string | number | null => {
@@ -57,6 +63,35 @@ const sortValue = (record: StoredRecord, sort: SortSpec): string | number | null
 }
 
 const flip = (sort: SortSpec): SortSpec => ({ ...sort, direction: sort.direction === "asc" ? "desc" : "asc" })
+
+/** Ascending order of (sort value, id) as the stores order them: null lowest, numbers by value, text by code unit. */
+const comparePositions = (a: StoredRecord, b: StoredRecord, sort: SortSpec): number => {
+  const x = sortValue(a, sort)
+  const y = sortValue(b, sort)
+  if (x !== y) {
+    if (x === null) return -1
+    if (y === null) return 1
+    if (typeof x === "number" && typeof y === "number") return x - y
+    if (typeof x !== typeof y) return typeof x === "number" ? -1 : 1
+    return x < y ? -1 : 1
+  }
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+}
+
+/**
+ * The first `query.limit` records of the union of `alternatives` (each added to `query.where`),
+ * in the query's order: one read per alternative, each through its own index, merged.
+ */
+const listAnyOf = (records: Context.Tag.Service<Records>, tenant: Tenant, type: string, query: ListQuery, alternatives: ReadonlyArray<ReadonlyArray<Where>>) =>
+  Effect.gen(function* () {
+    if (alternatives.length === 1) return yield* records.list(tenant, type, { ...query, where: [...query.where, ...alternatives[0]!] })
+    const pages = yield* Effect.forEach(alternatives, (extra) => records.list(tenant, type, { ...query, where: [...query.where, ...extra] }))
+    const seen = new Set<string>()
+    const merged = pages.flat().filter((record) => !seen.has(record.id) && seen.add(record.id))
+    const direction = query.sort.direction === "asc" ? 1 : -1
+    merged.sort((a, b) => direction * comparePositions(a, b, query.sort))
+    return merged.slice(0, query.limit)
+  })
 
 /** One page of a collection, with the cursors around it. */
 export const paginate = <PositionError = never>(request: PageRequest<PositionError>) => Effect.gen(function* () {
@@ -92,7 +127,10 @@ export const paginate = <PositionError = never>(request: PageRequest<PositionErr
     after: position ? { value: position.v, id: position.i } : undefined,
     limit: request.limit + 1
   }
-  const fetched = yield* records.list(request.tenant, request.type, query)
+  const reach = request.reach ?? "all"
+  const fetched = reach === "all"
+    ? yield* records.list(request.tenant, request.type, query)
+    : yield* listAnyOf(records, request.tenant, request.type, query, reach)
   const more = fetched.length > request.limit
   const slice = fetched.slice(0, request.limit)
   const items = backwards ? slice.reverse() : slice

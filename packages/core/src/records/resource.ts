@@ -11,6 +11,7 @@
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
+import { type Anchors, reachAlternatives, reachOf, reaches, requireReach } from "../access/scope.js"
 import { type ApiError, apiError, type DetailItem, type ErrorCode, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
 import { requirePlanSlot } from "../limits/plan-limits.js"
@@ -40,6 +41,8 @@ export interface WriteContext {
   /** The parent's ID for a nested resource. */
   readonly parentId: string | undefined
   readonly now: number
+  /** A client's write (`ClientAccess`): the records its body names must be in the caller's reach (`requireReference`). */
+  readonly checkScope: boolean
 }
 
 /** A query filter: its parameter schema, and the store conditions of a value. */
@@ -78,6 +81,13 @@ export interface ResourceDefinition<
   readonly path: string
   readonly tag: string
   readonly parent?: ParentDefinition
+  /**
+   * Fields naming the records this one belongs to, for resource-limited policies (§5,
+   * access/scope.ts): a policy naming one of them reaches this record too (an enrollment's
+   * `product_id` and `user_id`). A nested resource belongs to its outermost parent without
+   * saying so.
+   */
+  readonly owners?: ReadonlyArray<string>
   /**
    * The fields of the representation, in order, besides those the machinery writes:
    * `object`, `id`, the parent field, `created_at`, `updated_at`, `deleted` (trash) and
@@ -255,6 +265,137 @@ export const resourceEtag = (definition: ResourceDefinition, record: StoredRecor
   `W/"${definition.type}:${record.id}:${record.revision}"`
 
 // ---------------------------------------------------------------------------------------
+// Scope (access/scope.ts)
+
+/** The outermost parent of a nested resource (the one a resource-limited policy names). */
+const outermostParent = (definition: ResourceDefinition): ParentDefinition | undefined => {
+  let parent = definition.parent
+  while (parent?.parent) parent = parent.parent
+  return parent
+}
+
+/**
+ * The fields holding a record's anchors: its own ID (a nested record: its outermost parent's),
+ * then the owners its description declares.
+ */
+export const anchorFields = (definition: ResourceDefinition): ReadonlyArray<string> => [
+  outermostParent(definition)?.field ?? "id",
+  ...(definition.owners ?? [])
+]
+
+/**
+ * A record's anchors: the values of its anchor fields. A nested record that does not store its
+ * outermost parent (a taxonomy's term) takes it from the path's `parentIds`.
+ */
+export const anchorsOf = (
+  definition: ResourceDefinition,
+  data: JsonObject,
+  parentIds: Readonly<Record<string, string | undefined>> = {}
+): Anchors =>
+  anchorFields(definition).flatMap((field) => {
+    const value = data[field] ?? parentIds[field]
+    return typeof value === "string" ? [value] : []
+  })
+
+/**
+ * Whether the request pipeline may check a client's route of this resource by the path's ID
+ * alone (`scopedBy`): when that ID is the record's only anchor. A resource with owners is reached
+ * through them too, so its records are checked once loaded, here (`ClientAccess`).
+ */
+export const scopedInCore = (definition: ResourceDefinition): boolean => (definition.owners ?? []).length > 0
+
+/**
+ * What a client's call asks of the machinery: the check of its resource-limited scope for the
+ * action's capability (`<plural>.<action>`). Routes, batch items, import rows and the changes of
+ * a configuration plan pass it; the platform's own writes (a sale's enrollment, a replica's
+ * copy) pass none.
+ */
+export interface ClientAccess {
+  readonly checkScope: boolean
+}
+
+/**
+ * A client's record out of reach of `<plural>.<action>` is 404, as if missing (§1.4): for the
+ * use cases of a described resource outside the machinery (an enrollment's cancellation).
+ */
+export const requireResourceReach = (
+  definition: ResourceDefinition,
+  action: "read" | "update" | "delete",
+  record: StoredRecord,
+  parentIds: Readonly<Record<string, string | undefined>> = {}
+) => requireReach(`${definition.plural}.${action}`, anchorsOf(definition, record.data, parentIds))
+
+const requireRecordReach = (
+  definition: ResourceDefinition,
+  action: "read" | "update" | "delete",
+  record: StoredRecord,
+  parentIds: Readonly<Record<string, string | undefined>>,
+  access: ClientAccess | undefined
+) => (access?.checkScope ? requireResourceReach(definition, action, record, parentIds) : Effect.void)
+
+/**
+ * What a client's new or changed record belongs to must be in reach of `<plural>.<action>`: a
+ * nested record's parent (else 404, as the route answers) and the owners its body names (else
+ * 422 on the first owner field, reason `not_found`, as for a record that does not exist). A new
+ * top-level record without owners belongs to nothing: a limited credential may create one, as
+ * its route allows.
+ */
+const requireOwnersReach = (
+  definition: ResourceDefinition,
+  action: "create" | "update",
+  data: JsonObject,
+  parentIds: Readonly<Record<string, string | undefined>>,
+  access: ClientAccess | undefined
+) =>
+  Effect.gen(function* () {
+    if (!access?.checkScope) return
+    const caller = yield* Caller
+    const capability = `${definition.plural}.${action}`
+    const anchors = anchorsOf(definition, data, parentIds).filter((id) => action === "update" || id !== data.id)
+    if (anchors.length === 0 || reaches(caller.grant, capability, anchors)) return
+    const owners = definition.owners ?? []
+    if (outermostParent(definition) !== undefined && owners.length === 0) return yield* Effect.fail(apiError("not_found"))
+    const field = owners.find((f) => typeof data[f] === "string") ?? owners[0] ?? "id"
+    return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
+  })
+
+/**
+ * A client's update or removal of a record through a use case of its own (users, tags, webhooks…,
+ * `registry/batch-use-cases.ts`): the record must be in reach, as the machinery requires of its own
+ * writes. A missing record is left to the use case (its own 404).
+ */
+export const requireWriteReach = (
+  definition: ResourceDefinition,
+  action: "update" | "delete",
+  parentIds: Readonly<Record<string, string | undefined>>,
+  id: string
+) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const record = yield* records.get(caller.tenant, definition.type, id).pipe(Effect.mapError(readUnavailable))
+    if (record) yield* requireRecordReach(definition, action, record, parentIds, { checkScope: true })
+  })
+
+/**
+ * A record another resource's body names (`field`): of the caller's tenant, not trashed, and
+ * for a client (`checkScope`, the default) readable by the caller (`<plural>.read` reaching it).
+ * Else 422 `validation_failed` on the field, reason `not_found`, whether it is missing or out of
+ * reach: a limited credential learns nothing of what it cannot see.
+ */
+export const requireReference = (definition: ResourceDefinition, field: string, id: string, checkScope = true) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const record = yield* records.get(caller.tenant, definition.type, id).pipe(Effect.mapError(readUnavailable))
+    const outOfReach = checkScope && record !== undefined && !reaches(caller.grant, `${definition.plural}.read`, anchorsOf(definition, record.data))
+    if (!record || record.data.deleted === true || outOfReach) {
+      return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
+    }
+    return record
+  })
+
+// ---------------------------------------------------------------------------------------
 // Use cases
 
 
@@ -340,9 +481,28 @@ export interface ListInput {
   readonly deleted: boolean
   readonly q: string | undefined
   readonly filters: Readonly<Record<string, unknown>>
-  /** Access rules: the IDs the caller may see, or all. Applied before pagination. */
-  readonly visible: "all" | ReadonlySet<string>
+  /** Only these IDs, when given (a filter a use case computes, e.g. the subscribers of an event type). */
+  readonly ids?: ReadonlySet<string> | undefined
 }
+
+/**
+ * What a client's list of a resource may show (§4.2: access rules before pagination): in a
+ * reached parent, every record; else the records one of whose anchors the caller's
+ * `<plural>.read` reaches (an alternative per anchor field, each read through its index).
+ */
+const listReach = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>) =>
+  Effect.map(Caller, (caller) => {
+    const capability = `${definition.plural}.read`
+    const reach = reachOf(caller.grant, capability)
+    const outermost = outermostParent(definition)
+    if (reach === "all") return "all" as const
+    if (outermost) {
+      const parentId = parentIds[outermost.field]
+      if (parentId !== undefined && reach.has(parentId)) return "all" as const
+      return reachAlternatives(reach, definition.owners ?? [])
+    }
+    return reachAlternatives(reach, anchorFields(definition))
+  })
 
 /**
  * The order of a list for its `sort` parameter, one rule for every collection (§4.2): a
@@ -367,11 +527,12 @@ export const listResources = (definition: ResourceDefinition, input: ListInput) 
       if (filter && value !== undefined) where.push(...filter.where(value as never))
     }
     if (input.q !== undefined && input.q !== "" && definition.search) where.push({ field: SEARCH_FIELD, op: "contains", value: input.q })
-    if (input.visible !== "all") where.push({ field: "id", op: "in", values: [...input.visible] })
+    if (input.ids !== undefined) where.push({ field: "id", op: "in", values: [...input.ids] })
     const { items, page } = yield* paginate({
       tenant: caller.tenant,
       type: definition.type,
       where,
+      reach: yield* listReach(definition, input.parentIds),
       sort,
       limit: input.limit,
       cursor: input.cursor,
@@ -381,15 +542,26 @@ export const listResources = (definition: ResourceDefinition, input: ListInput) 
   })
 
 /** A trashed record is not found (§7 `not_found`: "missing, deleted, or out of scope"); the trash is a list. */
-export const getResource = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>, id: string) =>
+export const getResource = (
+  definition: ResourceDefinition,
+  parentIds: Readonly<Record<string, string | undefined>>,
+  id: string,
+  access?: ClientAccess
+) =>
   Effect.gen(function* () {
     yield* requireParent(definition.parent, parentIds)
     const record = yield* loadResource(definition, definition.parent ? parentIds[definition.parent.field] : undefined, id)
     if (record.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
+    yield* requireRecordReach(definition, "read", record, parentIds, access)
     return record
   })
 
-export const createResource = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>, body: unknown) =>
+export const createResource = (
+  definition: ResourceDefinition,
+  parentIds: Readonly<Record<string, string | undefined>>,
+  body: unknown,
+  access?: ClientAccess
+) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
@@ -397,8 +569,9 @@ export const createResource = (definition: ResourceDefinition, parentIds: Readon
     const id = yield* (yield* Ids).next(definition.idKind)
     const now = yield* Clock.currentTimeMillis
     const parentId = definition.parent ? parentIds[definition.parent.field] : undefined
-    const context: WriteContext = { tenant: caller.tenant, id, parentId, now }
+    const context: WriteContext = { tenant: caller.tenant, id, parentId, now, checkScope: access?.checkScope === true }
     const fields = yield* definition.defaults(body as never, context)
+    yield* requireOwnersReach(definition, "create", { ...fields, id }, parentIds, access)
     if (definition.rules?.check) yield* definition.rules.check(fields, null)
     const at = formatTimestamp(now)
     const data: JsonObject = withIndexes(definition, {
@@ -468,13 +641,15 @@ export const updateResource = (
   parentIds: Readonly<Record<string, string | undefined>>,
   id: string,
   body: JsonObject,
-  expectedRevision: number | undefined
+  expectedRevision: number | undefined,
+  access?: ClientAccess
 ) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     yield* requireParent(definition.parent, parentIds)
     const parentId = definition.parent ? parentIds[definition.parent.field] : undefined
     const current = yield* loadResource(definition, parentId, id)
+    yield* requireRecordReach(definition, "update", current, parentIds, access)
     if (expectedRevision !== undefined && current.revision !== expectedRevision) return yield* Effect.fail(apiError("revision_mismatch"))
     // §3: `deleted=true` in a PATCH is 422; `deleted=false` restores from the trash.
     if (body.deleted === true) {
@@ -485,11 +660,12 @@ export const updateResource = (
     const trashed = current.data.deleted === true
     if (trashed && body.deleted !== false) return yield* Effect.fail(apiError("not_found"))
     const now = yield* Clock.currentTimeMillis
-    const context: WriteContext = { tenant: caller.tenant, id, parentId, now }
+    const context: WriteContext = { tenant: caller.tenant, id, parentId, now, checkScope: access?.checkScope === true }
     const patch = Object.fromEntries(Object.entries(body).filter(([k]) => k !== "deleted")) as JsonObject
     const merged = definition.change
       ? yield* definition.change(current.data, patch as never, context)
       : mergePatch(definition, current.data, patch)
+    yield* requireOwnersReach(definition, "update", merged, parentIds, access)
     if (definition.rules?.check) yield* definition.rules.check(merged, current.data)
     const restoring = trashed && body.deleted === false
     // A restored record takes a slot of the plan again, as a create does.
@@ -503,13 +679,19 @@ export const updateResource = (
     return saved
   })
 
-export const deleteResource = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>, id: string) =>
+export const deleteResource = (
+  definition: ResourceDefinition,
+  parentIds: Readonly<Record<string, string | undefined>>,
+  id: string,
+  access?: ClientAccess
+) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
     yield* requireParent(definition.parent, parentIds)
     const current = yield* loadResource(definition, definition.parent ? parentIds[definition.parent.field] : undefined, id)
     if (current.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
+    yield* requireRecordReach(definition, "delete", current, parentIds, access)
     if (definition.replicable && isReplica(current)) return yield* Effect.fail(apiError("replica_readonly"))
     if (definition.rules?.beforeDelete) yield* definition.rules.beforeDelete(current)
     let result: StoredRecord | undefined

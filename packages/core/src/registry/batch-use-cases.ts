@@ -29,7 +29,7 @@ import {
 } from "../people/people.js"
 import type { Crypto } from "../ports/crypto.js"
 import type { JsonObject, Records, StoredRecord } from "../ports/store.js"
-import { createResource, deleteResource, type ResourceDefinition, updateResource } from "../records/resource.js"
+import { createResource, deleteResource, requireWriteReach, type ResourceDefinition, updateResource } from "../records/resource.js"
 import { createTicket, tickets, ticketViews } from "../support/tickets.js"
 import { funnels, funnelViews } from "../sales/funnels.js"
 
@@ -126,15 +126,17 @@ export const writeResource = (
   body: JsonObject
 ): Effect.Effect<StoredRecord | undefined, ApiError, ItemServices> => {
   const useCases = batchResources.find((own) => own.definition.plural === definition.plural)?.useCases ?? {}
+  // A client's write: the caller's scope holds as on the route (records/resource.ts, `ClientAccess`).
+  const client = { checkScope: true } as const
   return action === "create"
     ? useCases.create
       ? useCases.create(parents, body)
-      : createResource(definition, parents, body)
+      : createResource(definition, parents, body, client)
     : action === "update"
       ? useCases.update
-        ? useCases.update(parents, id, body)
-        : updateResource(definition, parents, id, body, undefined)
+        ? Effect.zipRight(requireWriteReach(definition, "update", parents, id), useCases.update(parents, id, body))
+        : updateResource(definition, parents, id, body, undefined, client)
       : useCases.delete
-        ? useCases.delete(parents, id)
-        : deleteResource(definition, parents, id)
+        ? Effect.zipRight(requireWriteReach(definition, "delete", parents, id), useCases.delete(parents, id))
+        : deleteResource(definition, parents, id, client)
 }

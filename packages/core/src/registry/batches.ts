@@ -10,10 +10,11 @@
 import { Effect, Either, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { allows, type Grant } from "../access/policies.js"
+import { reaches } from "../access/scope.js"
 import { apiError, type DetailItem } from "../errors/errors.js"
 import { MAX_BATCH_ITEMS, type OperationKind, startOperation } from "../operations/operations.js"
 import type { Json, JsonObject } from "../ports/store.js"
-import { type ResourceDefinition, resourceView, resourceWrites } from "../records/resource.js"
+import { anchorFields, type ResourceDefinition, resourceView, resourceWrites, scopedInCore } from "../records/resource.js"
 import { detailsOf, strict } from "../records/schema.js"
 import { type BatchAction, type BatchResource, batchResources, type BatchUseCases, writeResource } from "./batch-use-cases.js"
 import { resourceDefinitions } from "./resources.js"
@@ -64,12 +65,24 @@ export const batchTypeNames: ReadonlyArray<string> = [...batchTypes.keys()]
 const itemProblems = (batch: BatchType, grant: Grant, payload: JsonObject): ReadonlyArray<DetailItem> => {
   const decoded = Schema.decodeUnknownEither(batch.item)(payload, strict)
   if (Either.isLeft(decoded)) return detailsOf(decoded.left, "field")
-  // As the routes do: a resource-limited policy reaches only its resources (the outermost parent's for nested ones).
-  const [scopeField] = [...parentFields(batch.definition)].reverse()
-  const scoped = scopeField ?? (batch.action === "create" ? undefined : "id")
-  const scope = scoped === undefined ? undefined : payload[scoped]
-  const capability = `${batch.definition.plural}.${batch.action}`
-  return typeof scope === "string" && !allows(grant, capability, scope) ? [{ field: scoped!, code: "not_found" }] : []
+  return scopeProblems(batch, grant, payload)
+}
+
+/**
+ * An item's scope, as far as its payload tells before it runs (access/scope.ts): the record it
+ * names (an update's or removal's `id`, a nested item's outermost parent) and, for a create, the
+ * owners it names. What only the stored record tells (an enrollment's owners on update) is
+ * checked when the item runs, as the route checks it.
+ */
+const scopeProblems = (batch: BatchType, grant: Grant, payload: JsonObject): ReadonlyArray<DetailItem> => {
+  const { definition, action } = batch
+  const fields = anchorFields(definition).filter((field) =>
+    action === "create" ? field !== "id" : !(scopedInCore(definition) && field === "id")
+  )
+  const named = fields.flatMap((field) => (typeof payload[field] === "string" ? [{ field, id: payload[field] as string }] : []))
+  if (named.length === 0 || (scopedInCore(definition) && action !== "create")) return []
+  const capability = `${definition.plural}.${action}`
+  return reaches(grant, capability, named.map((n) => n.id)) ? [] : [{ field: named[0]!.field, code: "not_found" }]
 }
 
 /**

@@ -43,7 +43,8 @@ import { Clock, Effect, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { apiError, type DetailItem, fieldError, readUnavailable, writeUnavailable } from "../errors/errors.js"
-import { READ_PERSONAL, USER_TYPE } from "../people/people-users.js"
+import { USER_TYPE } from "../people/people-users.js"
+import { READ_PERSONAL } from "../access/scope.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import {
   createResource,

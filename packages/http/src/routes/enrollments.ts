@@ -108,7 +108,7 @@ export const enrollmentsRoutes: ReadonlyArray<Operation> = [
     path: "/enrollments",
     summary: "Enroll a user in a product",
     description:
-      "Enroll a user in a product: `active` from `starts_at` (default now) until `expires_at` (null: no expiry; else after `starts_at` and in the future, else 422 on `expires_at`). The user and the product must exist (else 422 on the field, reason `not_found`). A user has at most one active enrollment per product: another is 409 `already_exists` on `product_id` (reason `active_enrollment`); an expired or canceled one does not count. Event `enrollment.created`.",
+      "Enroll a user in a product: `active` from `starts_at` (default now) until `expires_at` (null: no expiry; else after `starts_at` and in the future, else 422 on `expires_at`). The user and the product must exist and be readable with the credential (else 422 on the field, reason `not_found`). A user has at most one active enrollment per product: another is 409 `already_exists` on `product_id` (reason `active_enrollment`); an expired or canceled one does not count. Event `enrollment.created`.",
     tag,
     capability: "enrollments.create",
     body: enrollments.create,
@@ -116,7 +116,7 @@ export const enrollmentsRoutes: ReadonlyArray<Operation> = [
     success: { status: 201, description: "The new enrollment.", schema: EnrollmentSchema, headers: ["Location", "ETag"] },
     errors: ["already_exists"],
     handler: ({ body }) =>
-      createEnrollment(body).pipe(
+      createEnrollment(body, { checkScope: true }).pipe(
         Effect.map((record) => ({
           status: 201,
           body: { data: resourceView(enrollments, record) },
@@ -133,7 +133,6 @@ export const enrollmentsRoutes: ReadonlyArray<Operation> = [
       "End an enrollment for good: `status` becomes `canceled` and `canceled_at` is set, from `active` or `expired`. An enrollment is never removed or trashed: this is how access is withdrawn. A canceled one cannot change again: 409 `state_conflict` (reason `enrollment_canceled`). Event `enrollment.canceled`.",
     tag,
     capability: "enrollments.update",
-    scopedBy: "enrollment_id",
     params,
     idempotency: "required",
     success: { status: 200, description: "The enrollment, `canceled`.", schema: EnrollmentSchema, headers: ["ETag"] },
@@ -152,7 +151,6 @@ export const enrollmentsRoutes: ReadonlyArray<Operation> = [
       "The enrollment's `progress_percent` and `completed_at`, and a page of its product's published, non-trashed lessons in course order (modules by position, then lessons by position), each with its progress (`not_started` when none was recorded) and whether the learner may open it now (`available`, `available_at`) under the release rules of the lesson and of its module.",
     tag,
     capability: "enrollments.read",
-    scopedBy: "enrollment_id",
     params,
     query: ProgressQuery,
     idempotency: "none",
@@ -170,7 +168,6 @@ export const enrollmentsRoutes: ReadonlyArray<Operation> = [
       "Set the progress of one lesson (integrations record what learners do). `status` `completed` means `percent` 100 and sets `completed_at` (default now, never in the future); `percent` 100 alone completes; `not_started` means 0; `completed_at` only with `completed` (else 422 on the field). The lesson must be a lesson of the enrollment's product (else 404) and published (else 409 `state_conflict`, reason `lesson_not_published`); the enrollment must be active and not past `expires_at` (else 409 `state_conflict`, reason `enrollment_not_active`). In the same unit of work the enrollment's `progress_percent` (completed lessons over published lessons, rounded down) and, the first time all are completed, `completed_at` are updated. Events: `lesson_progress.updated`; `enrollment.updated` when the enrollment changed; `enrollment.completed` once. A PUT that changes nothing records nothing.",
     tag,
     capability: "enrollments.update",
-    scopedBy: "enrollment_id",
     params: { enrollment_id: "enrollment", lesson_id: "lesson" },
     body: LessonProgressInput,
     idempotency: "optional",

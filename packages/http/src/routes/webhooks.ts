@@ -5,14 +5,12 @@
  * list adds the `event_type` filter.
  */
 import {
-  Caller,
   CreateWebhookBody,
   createWebhook,
   EventTypeName,
   listWebhooks,
   resourceEtag,
   rotateWebhookSecret,
-  visibleResources,
   webhooks,
   planLimitDescription
 } from "@syllabus/core"
@@ -52,14 +50,12 @@ export const webhooksRoutes: ReadonlyArray<Operation> = [
     errors: ["invalid_cursor"],
     handler: ({ query }) =>
       Effect.gen(function* () {
-        const caller = yield* Caller
         const result = yield* listWebhooks({
           limit: pageLimit(query.limit),
           cursor: query.cursor,
           sort: query.sort,
           status: query.status,
-          event_type: query.event_type,
-          visible: visibleResources(caller.grant, "webhooks.read")
+          event_type: query.event_type
         })
         return { status: 200, body: result }
       })

@@ -1,0 +1,86 @@
+/**
+ * A credential's scope (§5 policies), one rule for every surface that names or reveals a record:
+ * routes, batches, imports, configuration plans, reports, events, audit entries, exports, files
+ * and operation items all ask the functions of this module, never a rule of their own.
+ *
+ * - **Resources.** A policy limited to resources names records by ID. A capability reaches a
+ *   record when the credential holds it for every record, or for one of the record's
+ *   *anchors*: its own ID, or the ID of a record it belongs to (a nested resource's outermost
+ *   parent, a product's modules and lessons under it; the owners a description declares, an
+ *   enrollment's product and user). Out of reach looks exactly like missing (404, or 422
+ *   `not_found` on the field of a body that names it).
+ * - **Personal data.** A person's email, document and phone are shown only to a credential
+ *   holding `users.read_personal` for that user (for every user when the person has none, such
+ *   as a ticket's anonymous contact).
+ *
+ * What a record's anchors are is said by its description (`anchorsOf` in records/resource.ts);
+ * what a stored trace of a record keeps of them (an event, an audit entry) is `scope_ids`, written
+ * when the trace is, so a reader is checked against the record as it was.
+ */
+import { Effect } from "effect"
+import { apiError, type ApiError } from "../errors/errors.js"
+import type { Json, JsonObject, Where } from "../ports/store.js"
+import { Caller } from "./context.js"
+import type { Grant } from "./policies.js"
+
+/** The IDs a resource-limited policy may name to reach a record (its own first). */
+export type Anchors = ReadonlyArray<string>
+
+/** The permission that shows a person's email, document and phone. */
+export const READ_PERSONAL = "users.read_personal"
+
+/** What a capability reaches: every record, or the records anchored on these IDs (none: it is not held). */
+export const reachOf = (grant: Grant, capability: string): "all" | ReadonlySet<string> => grant.get(capability) ?? new Set<string>()
+
+/** Does `capability` reach a record with these anchors? */
+export const reaches = (grant: Grant, capability: string, anchors: Anchors): boolean => {
+  const held = grant.get(capability)
+  if (held === undefined) return false
+  return held === "all" || anchors.some((id) => held.has(id))
+}
+
+/** The caller's `capability` reaches the record, else 404 `not_found` (out of reach looks missing). */
+export const requireReach = (capability: string, anchors: Anchors): Effect.Effect<void, ApiError<"not_found">, Caller> =>
+  Effect.flatMap(Caller, (caller) => (reaches(caller.grant, capability, anchors) ? Effect.void : Effect.fail(apiError("not_found"))))
+
+/** Whether the caller's `capability` reaches a record with these anchors. */
+export const callerReaches = (capability: string, anchors: Anchors): Effect.Effect<boolean, never, Caller> =>
+  Effect.map(Caller, (caller) => reaches(caller.grant, capability, anchors))
+
+/**
+ * A collection's conditions for a limited grant: the records whose anchor field `field` names one
+ * of the reached IDs, one alternative per anchor field (a record is shown when any holds). `all`:
+ * no condition. No alternative at all: the capability reaches nothing.
+ */
+export const reachAlternatives = (
+  reach: "all" | ReadonlySet<string>,
+  anchorFields: ReadonlyArray<string>
+): "all" | ReadonlyArray<ReadonlyArray<Where>> =>
+  reach === "all" ? "all" : reach.size === 0 ? [] : anchorFields.map((field) => [{ field, op: "in", values: [...reach].sort() }])
+
+/** The anchors kept on a stored trace of a record (`scope_ids`), else its own ID. */
+export const storedAnchors = (data: JsonObject, fallback: string | null): Anchors => {
+  const kept = data.scope_ids
+  if (Array.isArray(kept)) return kept.filter((id): id is string => typeof id === "string")
+  return fallback === null ? [] : [fallback]
+}
+
+// ---------------------------------------------------------------------------------------
+// Personal data
+
+/** May the caller see the personal data of the person with this user ID (null: a person who is no user)? */
+export const showsPersonalData = (grant: Grant, userId: string | null): boolean => {
+  const held = grant.get(READ_PERSONAL)
+  if (held === undefined) return false
+  return held === "all" || (userId !== null && held.has(userId))
+}
+
+/** The personal fields of a person held in a record (a user, a ticket's contact): they read null unless shown. */
+export const personalFields = ["email", "document", "phone", "whatsapp"] as const
+
+/** `value` with its personal fields null: a person's data for a reader who may not see it. */
+export const withoutPersonalData = (value: JsonObject): JsonObject => {
+  const out: Record<string, Json> = { ...value }
+  for (const field of personalFields) if (field in out) out[field] = null
+  return out
+}
