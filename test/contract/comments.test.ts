@@ -8,7 +8,7 @@
 import { expect, it } from "vitest"
 import { expectError } from "../support/expect.js"
 import { eachStore, type Harness } from "../support/harness.js"
-import { api, created, credentialWith, newProduct } from "../support/api.js"
+import { api, created, credentialWith, credentialWithPolicies, newProduct } from "../support/api.js"
 
 /** A product with a lesson, and a learner. */
 const setup = async (h: Harness, secret: string = h.live) => {
@@ -158,7 +158,11 @@ eachStore("comments", (h) => {
     const theirs = await setup(h())
     const a = (await comment(h(), mine)).body.data
     const b = (await comment(h(), theirs)).body.data
-    const limited = await credentialWith(h(), ["comments.read", "comments.update", "comments.create", "comments.delete"], [mine.productId])
+    // Its learners are named by comments: reading users is granted apart, for every user.
+    const limited = await credentialWithPolicies(h(), [
+      { capabilities: ["comments.read", "comments.update", "comments.create", "comments.delete"], resources: [mine.productId] },
+      { capabilities: ["users.read"] }
+    ])
     const listed = ids(await api(h(), limited).get("/support/comments?limit=200"))
     expect(listed).toContain(a.id)
     expect(listed).not.toContain(b.id)

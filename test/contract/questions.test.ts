@@ -8,7 +8,7 @@
 import { expect, it } from "vitest"
 import { expectError } from "../support/expect.js"
 import { eachStore, type Harness } from "../support/harness.js"
-import { api, created, credentialWith, newProduct } from "../support/api.js"
+import { api, created, credentialWith, credentialWithPolicies, newProduct } from "../support/api.js"
 
 const text = (t: string) => ({ blocks: [{ type: "paragraph", text: t }] })
 
@@ -231,7 +231,8 @@ eachStore("lesson questions", (h) => {
     expect(read.body.data.user).toEqual({ id: s.userId, name: "Ana Learner" })
     expect((await api(h(), reader).get(path)).body.data[0].user.name).toBe("Ana Learner")
     const other = await setup(h())
-    const limited = await credentialWith(h(), ["questions.read", "questions.create"], [other.productId])
+    // The learner asking is named by the question: reading users is granted apart, for every user.
+    const limited = await credentialWithPolicies(h(), [{ capabilities: ["questions.read", "questions.create"], resources: [other.productId] }, { capabilities: ["users.read"] }])
     expectError(await api(h(), limited).get(`${path}/${a.id}`), 404, "not_found")
     expectError(await api(h(), limited).get(path), 404, "not_found")
     expect((await ask(h(), other, text("Mine"), limited)).status).toBe(201)

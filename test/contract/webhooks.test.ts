@@ -7,6 +7,7 @@
 import { expect, it } from "vitest"
 import { eachStore, freshKey, type Harness } from "../support/harness.js"
 import { expectError } from "../support/expect.js"
+import { newProduct } from "../support/api.js"
 
 const api = (h: Harness, secret = h.live) => ({
   get: (path: string) => h.request("GET", `/api/v3${path}`, { secret }),
@@ -65,7 +66,7 @@ eachStore("webhooks", (h) => {
   })
 
   it("every field sent on create is kept; duplicate event types are kept once", async () => {
-    const product = "prd_000000001"
+    const product = (await newProduct(h())).id as string
     const res = await api(h()).post("/webhooks", {
       url: URL_OK,
       description: "Orders",
@@ -233,7 +234,8 @@ eachStore("webhooks", (h) => {
   })
 
   it("PATCH changes only the fields sent, with If-Match; the revision is an integer; a new url is checked again", async () => {
-    const created = (await api(h()).post("/webhooks", hook({ description: "First", resource_filters: { product_id: ["prd_000000001"] } }))).body.data
+    const product = (await newProduct(h())).id as string
+    const created = (await api(h()).post("/webhooks", hook({ description: "First", resource_filters: { product_id: [product] } }))).body.data
     const read = await api(h()).get(`/webhooks/${created.id}`)
     expect(read.headers.get("etag")).toBe(`W/"webhook:${created.id}:1"`)
     const patched = await api(h()).patch(
@@ -251,7 +253,7 @@ eachStore("webhooks", (h) => {
       max_per_second: 5,
       timeout_ms: 2000,
       payload_version: 1,
-      resource_filters: { product_id: ["prd_000000001"] },
+      resource_filters: { product_id: [product] },
       revision: 2
     })
     const cleared = await api(h()).patch(`/webhooks/${created.id}`, { description: null, resource_filters: {} })

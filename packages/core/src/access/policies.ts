@@ -35,6 +35,12 @@ export const allows = (grant: Grant, capability: string, resourceId?: string): b
   return resourceId === undefined ? held.size > 0 : held.has(resourceId)
 }
 
+/** Does the holder of `capability` hold it for every record, or at least for all of `resources` (null: every record)? */
+export const covers = (grant: Grant, capability: string, resources: ReadonlyArray<string> | null): boolean => {
+  const held = grant.get(capability)
+  return held === "all" || (held !== undefined && resources !== null && resources.every((id) => held.has(id)))
+}
+
 /** The resources a collection read may show: all, or only these IDs. Access rules come before pagination. */
 export const visibleResources = (grant: Grant, capability: string): "all" | ReadonlySet<string> =>
   grant.get(capability) ?? new Set<string>()
@@ -256,11 +262,7 @@ export const makeCapabilityCatalog = (capabilities: ReadonlyArray<string>): Capa
     const details: Array<DetailItem> = []
     requested.forEach((policy, index) => {
       for (const capability of policyCapabilities(policy)) {
-        const held = issuer.get(capability)
-        const covered =
-          held === "all" ||
-          (held !== undefined && policy.resources !== null && policy.resources.every((id) => held.has(id)))
-        if (!covered) {
+        if (!covers(issuer, capability, policy.resources)) {
           details.push({ field: `policies[${index}]`, code: "delegation_limit_exceeded", reason: capability })
         }
       }

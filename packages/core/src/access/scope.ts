@@ -21,7 +21,7 @@ import { Effect } from "effect"
 import { apiError, type ApiError } from "../errors/errors.js"
 import type { Json, JsonObject, Where } from "../ports/store.js"
 import { Caller } from "./context.js"
-import type { Grant } from "./policies.js"
+import { covers, type Grant } from "./policies.js"
 
 /** The IDs a resource-limited policy may name to reach a record (its own first). */
 export type Anchors = ReadonlyArray<string>
@@ -58,6 +58,36 @@ export const reachAlternatives = (
 ): "all" | ReadonlyArray<ReadonlyArray<Where>> =>
   reach === "all" ? "all" : reach.size === 0 ? [] : anchorFields.map((field) => [{ field, op: "in", values: [...reach].sort() }])
 
+/**
+ * What reading something the platform produced needs (a file an export wrote, an uploaded import):
+ * what producing it needed, so that it reveals nothing its reader could not read itself. Each
+ * capability must be held for every record (`resources` null) or at least for these.
+ */
+export interface Requirement {
+  readonly capability: string
+  readonly resources: ReadonlyArray<string> | null
+}
+
+/** Does the grant meet every requirement? */
+export const meetsRequirements = (grant: Grant, requirements: ReadonlyArray<Requirement>): boolean =>
+  requirements.every((requirement) => covers(grant, requirement.capability, requirement.resources))
+
+/** Requirements as a record stores them. */
+export const requirementsJson = (requirements: ReadonlyArray<Requirement>): Json =>
+  requirements.map((requirement) => ({ capability: requirement.capability, resources: requirement.resources === null ? null : [...requirement.resources] }))
+
+/** Requirements as stored (JSON), read back; anything malformed requires what no one holds. */
+export const storedRequirements = (value: Json | undefined): ReadonlyArray<Requirement> =>
+  Array.isArray(value)
+    ? value.map((item) => {
+        const { capability, resources } = (item !== null && typeof item === "object" && !Array.isArray(item) ? item : {}) as JsonObject
+        return {
+          capability: typeof capability === "string" ? capability : "",
+          resources: Array.isArray(resources) ? resources.filter((id): id is string => typeof id === "string") : null
+        }
+      })
+    : []
+
 /** The anchors kept on a stored trace of a record (`scope_ids`), else its own ID. */
 export const storedAnchors = (data: JsonObject, fallback: string | null): Anchors => {
   const kept = data.scope_ids
@@ -75,12 +105,54 @@ export const showsPersonalData = (grant: Grant, userId: string | null): boolean 
   return held === "all" || (userId !== null && held.has(userId))
 }
 
-/** The personal fields of a person held in a record (a user, a ticket's contact): they read null unless shown. */
-export const personalFields = ["email", "document", "phone", "whatsapp"] as const
-
-/** `value` with its personal fields null: a person's data for a reader who may not see it. */
-export const withoutPersonalData = (value: JsonObject): JsonObject => {
-  const out: Record<string, Json> = { ...value }
-  for (const field of personalFields) if (field in out) out[field] = null
-  return out
+/**
+ * Where a resource holds personal data (its description's `personal`): the field at `path` is a
+ * person's, the person whose user ID is at `person` (null: a person who is no user, such as a
+ * ticket's anonymous contact, shown only to a credential holding the permission for everyone).
+ */
+export interface PersonalField {
+  readonly path: ReadonlyArray<string>
+  readonly person: ReadonlyArray<string> | null
 }
+
+/** The personal data a representation holds: each path present with a value, and whose it is. */
+export interface PersonalMark {
+  readonly path: ReadonlyArray<string>
+  readonly user: string | null
+}
+
+const at = (value: Json | undefined, path: ReadonlyArray<string>): Json | undefined => {
+  let current = value
+  for (const key of path) {
+    if (current === null || typeof current !== "object" || Array.isArray(current) || !Object.hasOwn(current, key)) return undefined
+    current = (current as JsonObject)[key]
+  }
+  return current
+}
+
+/** The personal data of one representation (or of the `previous_attributes` of a change: the fields it holds). */
+export const personalMarks = (fields: ReadonlyArray<PersonalField>, item: JsonObject | null): ReadonlyArray<PersonalMark> =>
+  item === null
+    ? []
+    : fields.flatMap(({ path, person }) => {
+        const value = at(item, path)
+        if (value === undefined || value === null) return []
+        const user = person === null ? null : at(item, person)
+        return [{ path, user: typeof user === "string" ? user : null }]
+      })
+
+const withNullAt = (value: JsonObject, path: ReadonlyArray<string>): JsonObject => {
+  const [key, ...rest] = path
+  if (key === undefined || !Object.hasOwn(value, key)) return value
+  const inner = value[key]
+  if (rest.length === 0) return { ...value, [key]: null }
+  return inner !== null && typeof inner === "object" && !Array.isArray(inner) ? { ...value, [key]: withNullAt(inner as JsonObject, rest) } : value
+}
+
+/** `item` as this grant may see it: each marked field null unless the grant shows that person's personal data. */
+export const redactPersonal = (item: JsonObject, marks: ReadonlyArray<PersonalMark>, grant: Grant): JsonObject =>
+  marks.reduce((out, mark) => (showsPersonalData(grant, mark.user) ? out : withNullAt(out, mark.path)), item)
+
+/** `item` (a representation of a resource with `fields`) as this grant may see it. */
+export const personalView = (fields: ReadonlyArray<PersonalField>, item: JsonObject, grant: Grant): JsonObject =>
+  redactPersonal(item, personalMarks(fields, item), grant)

@@ -23,6 +23,7 @@
  */
 import { Effect, Either, Schema } from "effect"
 import { Caller } from "../access/context.js"
+import { reaches } from "../access/scope.js"
 import { type DetailItem, readUnavailable } from "../errors/errors.js"
 import { CreateWebhookBody, webhooks } from "../events/webhooks.js"
 import { products } from "../catalog/products.js"
@@ -31,7 +32,7 @@ import { modules } from "../content/content-catalog.js"
 import { customFields } from "../people/people.js"
 import { tags } from "../people/people-users.js"
 import { type AccessPath, type Json, type JsonObject, listPath, Records, type StoredRecord } from "../ports/store.js"
-import type { ResourceDefinition } from "../records/resource.js"
+import { anchorsOf, capabilityOf, type ResourceDefinition } from "../records/resource.js"
 import { detailsOf, Enum, Text } from "../records/schema.js"
 import { SETTINGS_TYPE, type SettingsGroup, settingsGroups } from "../site/site-settings.js"
 import { loadAccount } from "../access/accounts.js"
@@ -141,16 +142,25 @@ export const configurationAccessPaths: ReadonlyArray<AccessPath> = [
   listPath(modules.type, ["product_id", moduleKind.keyField], byId)
 ]
 
-/** Every live record of a type (oldest first, read by pages of 1,000), optionally under a parent. */
-export const liveRecords = (type: string, parent?: { readonly field: string; readonly id: string }) =>
+/**
+ * Whether the caller may see a record a plan reads (access/scope.ts): its resource's
+ * `<plural>.read` reaches it. A plan, its application and an exported manifest see only these,
+ * so a limited credential neither reads nor changes (nor prunes) what it cannot reach.
+ */
+const reachable = (definition: ResourceDefinition) =>
+  Effect.map(Caller, (caller) => (record: StoredRecord) => reaches(caller.grant, capabilityOf(definition, "read"), anchorsOf(definition, record.data)))
+
+/** Every live record of a resource the caller reaches (oldest first, read by pages of 1,000), optionally under a parent. */
+export const liveRecords = (definition: ResourceDefinition, parent?: { readonly field: string; readonly id: string }) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
+    const seen = yield* reachable(definition)
     const out: Array<StoredRecord> = []
     for (;;) {
       const last = out.at(-1)
       const page = yield* records
-        .list(caller.tenant, type, {
+        .list(caller.tenant, definition.type, {
           where: parent ? [{ field: parent.field, op: "eq", value: parent.id }] : [],
           sort: { field: "id", kind: "text", direction: "asc" },
           after: last ? { value: last.id, id: last.id } : undefined,
@@ -158,7 +168,7 @@ export const liveRecords = (type: string, parent?: { readonly field: string; rea
         })
         .pipe(Effect.mapError(readUnavailable))
       out.push(...page)
-      if (page.length < 1000) return out.filter((record) => record.data.deleted !== true)
+      if (page.length < 1000) return out.filter((record) => record.data.deleted !== true && seen(record))
     }
   })
 
@@ -177,13 +187,14 @@ export const findByKey = (kind: ManifestKind, key: string, parent?: { readonly f
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
+    const seen = yield* reachable(kind.definition)
     const where = [...(parent ? [{ field: parent.field, op: "eq" as const, value: parent.id }] : []), { field: kind.keyField, op: "eq" as const, value: key }]
     let after: { value: string; id: string } | undefined
     for (;;) {
       const page = yield* records
         .list(caller.tenant, kind.definition.type, { where, sort: { field: "id", kind: "text", direction: "asc" }, after, limit: 100 })
         .pipe(Effect.mapError(readUnavailable))
-      const live = page.find((record) => record.data.deleted !== true)
+      const live = page.find((record) => record.data.deleted !== true && seen(record))
       if (live || page.length < 100) return live
       after = { value: page.at(-1)!.id, id: page.at(-1)!.id }
     }
@@ -217,7 +228,7 @@ const pick = (data: JsonObject, fields: ReadonlyArray<string>): JsonObject => Ob
 export const exportManifest = Effect.fn("ConfigurationPlans.exportManifest")(function* () {
   const out: Record<string, Json> = {}
   for (const kind of flatKinds) {
-    out[kind.list] = [...byKey(kind, yield* liveRecords(kind.definition.type)).values()].map((record) => pick(record.data, kind.exported))
+    out[kind.list] = [...byKey(kind, yield* liveRecords(kind.definition)).values()].map((record) => pick(record.data, kind.exported))
   }
   const settings: Record<string, Json> = {}
   for (const group of settingsGroups) {
@@ -226,13 +237,13 @@ export const exportManifest = Effect.fn("ConfigurationPlans.exportManifest")(fun
     if (Object.keys(values).length > 0) settings[group.group] = values
   }
   out.settings = settings
-  const showcaseNames = new Map([...byKey(showcaseKind, yield* liveRecords(showcases.type)).values()].map((record) => [record.id, String(record.data.name)]))
+  const showcaseNames = new Map([...byKey(showcaseKind, yield* liveRecords(showcases)).values()].map((record) => [record.id, String(record.data.name)]))
   const productList: Array<Json> = []
-  for (const product of byKey(productKind, yield* liveRecords(products.type)).values()) {
+  for (const product of byKey(productKind, yield* liveRecords(products)).values()) {
     const showcase = showcaseNames.get(String(product.data.showcase_id))
     // A product on a showcase that is not managed (its name held by an older one) cannot be named: not exported.
     if (showcase === undefined) continue
-    const productModules = [...byKey(moduleKind, yield* liveRecords(modules.type, { field: "product_id", id: product.id })).values()]
+    const productModules = [...byKey(moduleKind, yield* liveRecords(modules, { field: "product_id", id: product.id })).values()]
     productList.push({ ...pick(product.data, productKind.exported), showcase, modules: productModules.map((module) => pick(module.data, moduleKind.exported)) })
   }
   out.products = productList

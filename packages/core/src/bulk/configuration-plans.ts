@@ -220,12 +220,12 @@ const computePlan = (manifest: JsonObject) =>
     }
 
     // Showcases are read whenever products are listed: a product names its showcase.
-    const showcaseRecords = manifest.showcases !== undefined || manifest.products !== undefined ? yield* liveRecords(showcaseKind.definition.type) : []
+    const showcaseRecords = manifest.showcases !== undefined || manifest.products !== undefined ? yield* liveRecords(showcaseKind.definition) : []
     const flatDeletes: Array<Array<Planned>> = []
     for (const kind of flatKinds) {
       const entries = arrayOf(manifest[kind.list])
       if (entries === undefined) continue
-      const records = kind === showcaseKind ? showcaseRecords : yield* liveRecords(kind.definition.type)
+      const records = kind === showcaseKind ? showcaseRecords : yield* liveRecords(kind.definition)
       const deletes: Array<Planned> = []
       diffList(kind, entries, records, { path: `manifest.${kind.list}`, prune, parentKey: null }, { ...out, deletes })
       flatDeletes.push(deletes)
@@ -274,7 +274,7 @@ const computePlan = (manifest: JsonObject) =>
           out.problems.push({ field: `manifest.products[${i}].showcase`, code: "invalid_value", reason: "not_found" })
         }
       })
-      const productRecords = yield* liveRecords(productKind.definition.type)
+      const productRecords = yield* liveRecords(productKind.definition)
       const productModules: Array<Planned> = []
       const existingProducts = diffList(
         productKind,
@@ -292,7 +292,7 @@ const computePlan = (manifest: JsonObject) =>
         const moduleEntries = arrayOf(entry.modules)
         if (moduleEntries === undefined) continue
         const product = existingProducts.get(String(entry.external_id))
-        const records = product ? yield* liveRecords(moduleKind.definition.type, { field: "product_id", id: product.id }) : []
+        const records = product ? yield* liveRecords(moduleKind.definition, { field: "product_id", id: product.id }) : []
         diffList(
           moduleKind,
           moduleEntries,

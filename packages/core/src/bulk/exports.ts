@@ -41,7 +41,8 @@
  */
 import { Clock, Effect, Either, Schema, Stream } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { allows, visibleResources } from "../access/policies.js"
+import { allows } from "../access/policies.js"
+import { reachAlternatives, reachOf, reaches, requirementsJson } from "../access/scope.js"
 import { type ApiError, apiError, type DetailItem, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
 import { type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
@@ -56,10 +57,11 @@ import {
   type StoredRecord,
   type Where
 } from "../ports/store.js"
-import { paginate } from "../records/pagination.js"
+import { listReached, paginate } from "../records/pagination.js"
 import { tagViews, userViews } from "../people/people-users.js"
 import { READ_PERSONAL } from "../access/scope.js"
 import {
+  anchorFields,
   type ResourceDefinition,
   representationFields,
   requireParent,
@@ -83,7 +85,7 @@ import { faqs } from "../support/faqs.js"
 import { deliveries } from "../sales/deliveries.js"
 import { legalTerms } from "../legal/legal-terms.js"
 import { recordChange } from "../trail/audit.js"
-import { FILE_TYPE, objectKey } from "../uploads/uploads.js"
+import { FILE_REQUIRES, FILE_TYPE, objectKey } from "../uploads/uploads.js"
 
 export const EXPORT_TYPE = "export"
 /** The operation type of an export's work. */
@@ -189,8 +191,8 @@ const filtersSchema = (definition: ResourceDefinition) =>
     ...Object.fromEntries(Object.entries(definition.filters ?? {}).map(([name, f]) => [name, Schema.optional(f.schema)]))
   }) as unknown as Schema.Schema<Readonly<Record<string, unknown>>, Readonly<Record<string, unknown>>>
 
-/** The store conditions of a collection's filters, as `listResources` builds them. */
-const filtersWhere = (definition: ResourceDefinition, filters: Readonly<Record<string, unknown>>, visible: "all" | ReadonlySet<string>) => {
+/** The store conditions of a collection's filters, as `listResources` builds them (the scope apart: `reachAlternatives`). */
+const filtersWhere = (definition: ResourceDefinition, filters: Readonly<Record<string, unknown>>) => {
   const where: Array<Where> = [{ field: "deleted", op: "eq", value: filters.deleted === "true" }]
   if (definition.parent) where.push({ field: definition.parent.field, op: "eq", value: String(filters[definition.parent.field] ?? "") })
   for (const [name, filter] of Object.entries(definition.filters ?? {})) {
@@ -198,7 +200,6 @@ const filtersWhere = (definition: ResourceDefinition, filters: Readonly<Record<s
     if (value !== undefined) where.push(...filter.where(value as never))
   }
   if (typeof filters.q === "string" && filters.q !== "" && definition.search) where.push({ field: SEARCH_FIELD, op: "contains", value: filters.q })
-  if (visible !== "all") where.push({ field: "id", op: "in", values: [...visible] })
   return where
 }
 
@@ -229,20 +230,20 @@ export const createExport = Effect.fn("Exports.create")(function* (body: CreateE
   }
   const filters = decoded.right
   const capability = `${definition.plural}.read`
-  const scope = ancestry(definition)[0]?.field
-  const readable = scope === undefined ? allows(caller.grant, capability) : allows(caller.grant, capability, String(filters[scope]))
-  if (!readable) return yield* Effect.fail(apiError("permission_denied", { params: { capability } }))
+  if (!allows(caller.grant, capability)) return yield* Effect.fail(apiError("permission_denied", { params: { capability } }))
   if (definition.type === "user" && filters.email !== undefined && caller.grant.get(READ_PERSONAL) !== "all") {
     return yield* Effect.fail(apiError("permission_denied", { params: { capability: READ_PERSONAL } }))
   }
-  // A parent that is not there is a bad filter, as a body's reference to a missing record is.
+  // A parent that is not there, or out of the caller's reach, is a bad filter, as a body's reference to a missing record is.
+  const outermost = ancestry(definition)[0]
+  const parentMissing = apiError("validation_failed", { details: [{ field: `filters.${outermost?.field ?? ""}`, code: "invalid_value", reason: "not_found" }] })
+  if (outermost !== undefined && !reaches(caller.grant, capability, [String(filters[outermost.field])])) return yield* Effect.fail(parentMissing)
   yield* requireParent(definition.parent, filters as Readonly<Record<string, string>>).pipe(
-    Effect.mapError((e): ApiError =>
-      e.code === "not_found"
-        ? apiError("validation_failed", { details: [{ field: `filters.${definition.parent!.field}`, code: "invalid_value", reason: "not_found" }] })
-        : e
-    )
+    Effect.mapError((e): ApiError => (e.code === "not_found" ? parentMissing : e))
   )
+  // The records the export may hold: a nested one's parent is reached; else what the caller's read reaches.
+  const reach = outermost !== undefined ? "all" : reachOf(caller.grant, capability)
+  const personalHeld = definition.personal === undefined ? undefined : caller.grant.get(READ_PERSONAL)
   const id = yield* (yield* Ids).next("export")
   const now = yield* Clock.currentTimeMillis
   const operation = yield* startOperation(EXPORT_OPERATION, [{ key: id, payload: { export_id: id } }])
@@ -253,7 +254,7 @@ export const createExport = Effect.fn("Exports.create")(function* (body: CreateE
     format: body.format,
     filters: filters as JsonObject,
     status: "queued",
-    personal_data: definition.type === "user" && caller.grant.get(READ_PERSONAL) === "all",
+    personal_data: definition.type === "user" && personalHeld === "all",
     row_count: null,
     size: null,
     file_id: null,
@@ -262,8 +263,13 @@ export const createExport = Effect.fn("Exports.create")(function* (body: CreateE
     created_at: formatTimestamp(now),
     completed_at: null,
     expires_at: null,
-    // Internal: the records a resource-limited grant may read, as the list would apply them.
-    visible: scope === undefined && visibleResources(caller.grant, capability) !== "all" ? [...(visibleResources(caller.grant, capability) as ReadonlySet<string>)] : null
+    // Internal: what the starter's read reached (null: everything), applied as the list applies it.
+    reach: reach === "all" ? null : [...reach].sort(),
+    // Internal: what reading its file needs, what the export needed (uploads.ts, `FILE_REQUIRES`).
+    file_requires: requirementsJson([
+      { capability, resources: outermost !== undefined ? [String(filters[outermost.field])] : reach === "all" ? null : [...reach].sort() },
+      ...(personalHeld === undefined ? [] : [{ capability: READ_PERSONAL, resources: personalHeld === "all" ? null : [...personalHeld].sort() }])
+    ])
   } satisfies JsonObject
   const record = yield* records.insert(caller.tenant, EXPORT_TYPE, id, data).pipe(Effect.mapError(writeUnavailable))
   const view = exportView(record)
@@ -333,8 +339,9 @@ const writeExportFile = (exportRecord: StoredRecord, key: string, uploadId: stri
     if (!found) return yield* Effect.fail(apiError("unsupported_resource"))
     const { definition, view } = found
     const filters = (exportRecord.data.filters ?? {}) as Readonly<Record<string, unknown>>
-    const visible = Array.isArray(exportRecord.data.visible) ? new Set(exportRecord.data.visible as ReadonlyArray<string>) : "all"
-    const where = filtersWhere(definition, filters, visible)
+    const stored = exportRecord.data.reach ?? exportRecord.data.visible
+    const reach = reachAlternatives(Array.isArray(stored) ? new Set(stored.filter((id): id is string => typeof id === "string")) : "all", anchorFields(definition))
+    const where = filtersWhere(definition, filters)
     const sort = { ...resourceSort(definition, definition.sorts[0]!.name), direction: "asc" as const }
     const csv = exportRecord.data.format === "csv"
     const columns = representationFields(definition)
@@ -360,7 +367,7 @@ const writeExportFile = (exportRecord: StoredRecord, key: string, uploadId: stri
     let rows = 0
     let after: { value: string | number | null; id: string } | undefined
     for (;;) {
-      const page = yield* records.list(caller.tenant, definition.type, { where, sort, after, limit: EXPORT_PAGE }).pipe(Effect.mapError(readUnavailable))
+      const page = yield* listReached(caller.tenant, definition.type, reach, { where, sort, after, limit: EXPORT_PAGE }).pipe(Effect.mapError(readUnavailable))
       const shown = view ? yield* view(page.map((r) => resourceView(definition, r))) : page.map((r) => resourceView(definition, r))
       // A page's lines encoded at once: one chunk per page, not one per row.
       let lines = ""
@@ -418,7 +425,8 @@ const runExportItem = (payload: JsonObject): Effect.Effect<Json, ApiError, ItemS
       created_at: at,
       // Removed with its bytes by the housekeeping (uploads/file-content.ts) once past.
       expires_at: expiresAt,
-      storage_key: key
+      storage_key: key,
+      [FILE_REQUIRES]: current.data.file_requires ?? requirementsJson([{ capability: `${String(current.data.resource_type)}.read`, resources: null }, { capability: READ_PERSONAL, resources: null }])
     } satisfies JsonObject
     const saved = yield* Effect.gen(function* () {
       yield* records.insert(caller.tenant, FILE_TYPE, fileId, file).pipe(Effect.mapError(writeUnavailable))

@@ -529,6 +529,7 @@ export const messages: { readonly [L in Language]: { readonly [C in DetailCode]:
 export const reasonMessages: { readonly [L in Language]: Readonly<Record<string, string>> } = {
   "en-US": {
     "validation_failed.not_found": "No record with this ID exists, or it is outside the credential's scope.",
+    "required.limited_credential": "A credential limited to some records must name here the products it reaches: a webhook delivers only what its credential may read.",
     "template_not_previewable.no_template": "The product has no certificate template yet: replace it first, then preview it.",
     "template_not_previewable.no_content": "The certificate template has neither texts.content nor fields: there is nothing to preview.",
     "invalid_value.unsupported_image_type": "The image must be a PNG or JPEG file.",
@@ -559,6 +560,7 @@ export const reasonMessages: { readonly [L in Language]: Readonly<Record<string,
   },
   "pt-BR": {
     "validation_failed.not_found": "Não existe registro com este ID, ou ele está fora do escopo da credencial.",
+    "required.limited_credential": "Uma credencial limitada a alguns registros deve indicar aqui os produtos que alcança: um webhook entrega apenas o que sua credencial pode ler.",
     "template_not_previewable.no_template": "O produto ainda não tem modelo de certificado: substitua-o primeiro, depois pré-visualize.",
     "template_not_previewable.no_content": "O modelo de certificado não tem texts.content nem fields: não há nada para pré-visualizar.",
     "invalid_value.unsupported_image_type": "A imagem deve ser um arquivo PNG ou JPEG.",
@@ -589,6 +591,7 @@ export const reasonMessages: { readonly [L in Language]: Readonly<Record<string,
   },
   "es-ES": {
     "validation_failed.not_found": "No existe ningún registro con este ID, o está fuera del alcance de la credencial.",
+    "required.limited_credential": "Una credencial limitada a algunos registros debe indicar aquí los productos que alcanza: un webhook entrega solo lo que su credencial puede leer.",
     "template_not_previewable.no_template": "El producto aún no tiene plantilla de certificado: reemplácela primero y luego previsualícela.",
     "template_not_previewable.no_content": "La plantilla de certificado no tiene texts.content ni fields: no hay nada que previsualizar.",
     "invalid_value.unsupported_image_type": "La imagen debe ser un archivo PNG o JPEG.",
@@ -619,6 +622,7 @@ export const reasonMessages: { readonly [L in Language]: Readonly<Record<string,
   },
   "fr-FR": {
     "validation_failed.not_found": "Aucun enregistrement n'existe avec cet ID, ou il est hors de la portée de l'identifiant.",
+    "required.limited_credential": "Un identifiant limité à certains enregistrements doit nommer ici les produits qu'il atteint : un webhook ne livre que ce que son identifiant peut lire.",
     "template_not_previewable.no_template": "Le produit n'a pas encore de modèle de certificat : remplacez-le d'abord, puis prévisualisez-le.",
     "template_not_previewable.no_content": "Le modèle de certificat n'a ni texts.content ni fields : il n'y a rien à prévisualiser.",
     "invalid_value.unsupported_image_type": "L'image doit être un fichier PNG ou JPEG.",

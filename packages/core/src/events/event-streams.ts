@@ -13,6 +13,7 @@
  */
 import { Chunk, Clock, Effect, Option, Schema, Stream } from "effect"
 import { ACCOUNT_TYPE, accountHome } from "../access/accounts.js"
+import type { Grant } from "../access/policies.js"
 import { Caller, Ids } from "../access/context.js"
 import { CREDENTIAL_TYPE, effectiveStatus } from "../access/credentials.js"
 import { apiError, writeUnavailable, readUnavailable } from "../errors/errors.js"
@@ -23,7 +24,7 @@ import { Enum, List, Text } from "../records/schema.js"
 import { DAY, formatTimestamp, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
-import { EVENT_RETENTION_MS, EVENT_TYPE, eventView } from "./events.js"
+import { EVENT_RETENTION_MS, EVENT_TYPE, eventForReader, eventReached } from "./events.js"
 import { ChangeSignals } from "./change-signals.js"
 
 export const EVENT_STREAM_TYPE = "event_stream"
@@ -203,8 +204,9 @@ export interface ConnectionOptions {
 const encoder = new TextEncoder()
 
 /** open-points: `id:`, `event:`, `data:` the envelope as one line of JSON. */
-export const sseMessage = (event: JsonObject): string =>
-  `id: ${String(event.id)}\nevent: ${String(event.type)}\ndata: ${JSON.stringify(eventView(event))}\n\n`
+/** One SSE message of an event, as a reader holding `grant` sees it (`eventForReader`). */
+export const sseMessage = (event: JsonObject, grant: Grant): string =>
+  `id: ${String(event.id)}\nevent: ${String(event.type)}\ndata: ${JSON.stringify(eventForReader(grant, event))}\n\n`
 
 export const SSE_KEEP_ALIVE = ": keep-alive\n\n"
 
@@ -287,6 +289,7 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
   }
 
   const credentialId = caller.credential.id
+  const grant = caller.grant
   const eventTypes = stringList((record.data.filters as JsonObject | null)?.event_types)
   const resourceTypes = stringList((record.data.filters as JsonObject | null)?.resource_types)
   const keepAliveMs = options.keepAliveMs ?? EVENT_STREAM_KEEP_ALIVE_MS
@@ -384,8 +387,9 @@ export const connectEventStream = Effect.fn("EventStreams.connect")(function* (i
             })).filter((event) => !recent.has(event.id))
           : []
       for (const event of [...late, ...events]) {
-        out.push(encoder.encode(sseMessage(event.data)))
         recent.add(event.id)
+        // A limited credential's stream carries the events of what it reaches only (access/scope.ts).
+        if (eventReached(grant, event.data)) out.push(encoder.encode(sseMessage(event.data, grant)))
       }
       const last = events.at(-1)
       if (last) {

@@ -30,6 +30,7 @@
  */
 import { Clock, Context, Duration, Effect, FiberSet, Option, Random } from "effect"
 import { Caller, Ids } from "../access/context.js"
+import type { Grant } from "../access/policies.js"
 import { apiError, type DetailItem, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import {
   type AccessPath,
@@ -48,7 +49,7 @@ import { paginate } from "../records/pagination.js"
 import { DAY, formatTimestamp, HOUR, MINUTE, parseTimestamp, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { backgroundBudget, yieldToEventLoop } from "../workers/background.js"
-import { EVENT_RETENTION_MS, EVENT_TYPE, eventView } from "./events.js"
+import { EVENT_RETENTION_MS, EVENT_TYPE, eventForReader, eventView } from "./events.js"
 
 /** The destination rules of registration, also checked by senders when they connect. */
 export { type DestinationProblem, destinationProblem } from "./webhooks-destination.js"
@@ -171,21 +172,42 @@ export const maskExcerpt = (text: string | null): string | null => {
 const stringList = (value: Json | undefined): ReadonlyArray<string> =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []
 
-/** Subscribed to the type (or `*`), and inside its resource filters. */
+/**
+ * Subscribed to the type (or `*`), and inside its resource filters: the event's resource belongs
+ * to one of its products (its anchors, access/scope.ts: a product, or what a product holds).
+ */
 export const webhookReceives = (webhook: JsonObject, event: JsonObject): boolean => {
   const types = stringList(webhook.event_types)
   if (!types.includes("*") && !types.includes(String(event.type))) return false
   const products = (webhook.resource_filters as JsonObject | null)?.product_id
   if (Array.isArray(products)) {
     const resource = ((event.data as JsonObject | null)?.object ?? {}) as JsonObject
-    const own = resource.object === "product" ? resource.id : resource.product_id
-    if (typeof own !== "string" || !products.includes(own)) return false
+    // An event recorded before anchors were kept: the product it names.
+    const anchors = Array.isArray(event.scope_ids)
+      ? stringList(event.scope_ids)
+      : [resource.object === "product" ? resource.id : resource.product_id].filter((id): id is string => typeof id === "string")
+    if (!anchors.some((id) => products.includes(id))) return false
   }
   return true
 }
 
-/** The bytes a webhook receives for an event: the envelope as recorded, in its pinned version. */
-const recordedBody = (event: JsonObject): string => JSON.stringify(eventView(event))
+/**
+ * Whether a webhook's deliveries carry people's personal data (internal, on the webhook): only
+ * when the credential that last set it up holds `users.read_personal` for everyone. A webhook
+ * delivers what its credential could read itself (access/scope.ts, events/webhooks.ts).
+ */
+export const SHOWS_PERSONAL_DATA = "shows_personal_data"
+
+/** No permission at all: what a webhook that shows no personal data delivers is seen as by this grant. */
+const noPermission: Grant = new Map()
+
+/**
+ * The bytes a webhook receives for an event: the envelope as recorded, in its pinned version;
+ * people's personal data null unless the credential that set the webhook up could read it
+ * (`SHOWS_PERSONAL_DATA`; a webhook set up before it was kept shows it).
+ */
+const recordedBody = (event: JsonObject, webhook: JsonObject): string =>
+  JSON.stringify(webhook[SHOWS_PERSONAL_DATA] === false ? eventForReader(noPermission, event) : eventView(event))
 
 const newDelivery = (
   webhook: StoredRecord,
@@ -209,7 +231,7 @@ const newDelivery = (
   finished_at: null,
   expires_at: formatTimestamp(now + WEBHOOK_DELIVERY_RETENTION_MS),
   // Internal: what is sent, when it is due, and the worker holding it.
-  body: recordedBody(event),
+  body: recordedBody(event, webhook.data),
   due_at: now,
   lease_owner: null,
   lease_until: null

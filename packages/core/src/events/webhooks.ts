@@ -10,6 +10,9 @@
  */
 import { Effect, Encoding, Schema } from "effect"
 import { Caller } from "../access/context.js"
+import { covers } from "../access/policies.js"
+import { READ_PERSONAL } from "../access/scope.js"
+import { products } from "../catalog/products.js"
 import { apiError, readUnavailable } from "../errors/errors.js"
 import type { OperationKind } from "../operations/operations.js"
 import { Crypto } from "../ports/crypto.js"
@@ -20,6 +23,7 @@ import {
   equalsFilter,
   listResources,
   loadResource,
+  referenceProblems,
   type ResourceDefinition,
   resourceView,
   ruleViolation,
@@ -27,8 +31,9 @@ import {
 } from "../records/resource.js"
 import { Enum, Integer, List, PublicId, Text } from "../records/schema.js"
 import { recordChange } from "../trail/audit.js"
-import { emitEvent, EVENT_VERSION, previousAttributes } from "./events.js"
+import { emitEvent, EVENT_VERSION, EVENTS_READ, previousAttributes } from "./events.js"
 import { destinationProblem } from "./webhooks-destination.js"
+import { SHOWS_PERSONAL_DATA } from "./webhook-delivery.js"
 
 // ---------------------------------------------------------------------------------------
 // Fields
@@ -153,6 +158,28 @@ const resourceFilters = (filters: CreateBody["resource_filters"]): JsonObject =>
   product_id: filters?.product_id ? [...new Set(filters.product_id)] : null
 })
 
+/**
+ * What a webhook selects must be what the credential setting it up could read through events
+ * (access/scope.ts): the products of its `resource_filters` readable by it (else 422, reason
+ * `not_found`), and, for a credential whose `events.read` is limited, named and within that
+ * reach (else 422 on `resource_filters.product_id`, reason `limited_credential`).
+ */
+const checkSelection = (data: JsonObject, previous: JsonObject | null) =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const named = ((data.resource_filters as JsonObject | null)?.product_id ?? null) as ReadonlyArray<string> | null
+    const before = ((previous?.resource_filters as JsonObject | null)?.product_id ?? null) as ReadonlyArray<string> | null
+    const fresh = (named ?? []).filter((id) => !(before ?? []).includes(id))
+    const problems = yield* referenceProblems(products, fresh, (i) => `resource_filters.product_id[${(named ?? []).indexOf(fresh[i]!)}]`)
+    if (problems.length > 0) return yield* Effect.fail(ruleViolation(problems))
+    if (!covers(caller.grant, EVENTS_READ, named)) {
+      return yield* Effect.fail(ruleViolation([{ field: "resource_filters.product_id", code: "required", reason: "limited_credential" }]))
+    }
+  })
+
+/** What a client's write stores of its personal-data permission on the webhook. */
+const personalDataOf = Effect.map(Caller, (caller) => ({ [SHOWS_PERSONAL_DATA]: covers(caller.grant, READ_PERSONAL, null) }))
+
 /** The create body as `createWebhook` passes it: with the secret it generated (a client cannot send it: bodies are strict). */
 type CreateInput = CreateBody & { readonly signing_secret?: string }
 
@@ -183,10 +210,11 @@ export const webhooks: ResourceDefinition = defineResource({
   },
   create: CreateWebhookBody,
   update: UpdateWebhookBody,
-  defaults: (body: CreateInput) =>
-    body.signing_secret === undefined
+  defaults: (body: CreateInput) => {
+    const secret = body.signing_secret
+    return secret === undefined
       ? Effect.fail(apiError("internal_error", { internal: "a webhook is created by createWebhook, with its secret" }))
-      : Effect.succeed({
+      : Effect.map(personalDataOf, (personal): JsonObject => ({
           description: body.description ?? null,
           url: body.url,
           ...eventTypeFields(body.event_types),
@@ -196,24 +224,28 @@ export const webhooks: ResourceDefinition = defineResource({
           payload_version: body.payload_version ?? EVENT_VERSION,
           resource_filters: resourceFilters(body.resource_filters),
           health: noHealth,
-          secret: body.signing_secret
-        }),
+          secret,
+          ...personal
+        }))
+  },
   change: (current, patch: UpdateBody) =>
-    Effect.succeed({
+    Effect.map(personalDataOf, (personal) => ({
       ...current,
       ...Object.fromEntries(Object.entries(patch).filter(([key]) => key !== "event_types" && key !== "resource_filters")),
       ...(patch.event_types ? eventTypeFields(patch.event_types) : {}),
-      ...(patch.resource_filters !== undefined ? { resource_filters: resourceFilters(patch.resource_filters) } : {})
-    } as JsonObject),
+      ...(patch.resource_filters !== undefined ? { resource_filters: resourceFilters(patch.resource_filters) } : {}),
+      ...personal
+    } as JsonObject)),
   rules: {
     check: (data, previous) =>
       Effect.gen(function* () {
+        yield* checkSelection(data, previous)
         if (data.url === previous?.url) return
         const reason = destinationProblem(String(data.url), (yield* Caller).tenant.environment)
         if (reason) return yield* Effect.fail(ruleViolation([{ field: "url", code: "invalid_value", reason }]))
       })
   },
-  hidden: ["secret", "event_types_index"],
+  hidden: ["secret", "event_types_index", SHOWS_PERSONAL_DATA],
   trash: false,
   revision: "integer",
   filters: { status: equalsFilter("status", Status) },

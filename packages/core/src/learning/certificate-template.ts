@@ -47,7 +47,8 @@ import { Bool, Enum, List, PublicId, Text, Timestamp } from "../records/schema.j
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
-import { FILE_TYPE, fileFields, objectKey, requireFile } from "../uploads/uploads.js"
+import { FILE_REQUIRES, FILE_TYPE, fileFields, objectKey, requireFile } from "../uploads/uploads.js"
+import { requirementsJson } from "../access/scope.js"
 import { CERTIFICATE_PREVIEW_TTL_MS } from "../uploads/file-content.js"
 
 export const CERTIFICATE_TEMPLATE_TYPE = "certificate_template"
@@ -531,7 +532,9 @@ export const previewCertificateTemplate = Effect.fn("CertificateTemplates.previe
     created_at: formatTimestamp(now),
     // Kept for a day, then removed with its bytes by the housekeeping (uploads/file-content.ts).
     expires_at: formatTimestamp(now + CERTIFICATE_PREVIEW_TTL_MS),
-    storage_key: key
+    storage_key: key,
+    // Reading it needs what reading the template needs (access/scope.ts).
+    [FILE_REQUIRES]: requirementsJson([{ capability: "certificate_templates.read", resources: [product.id] }])
   } satisfies JsonObject
   const saved = yield* uow
     .transaction(

@@ -56,6 +56,8 @@ export const certificates: ResourceDefinition = defineResource({
   plural: "certificates",
   path: "/certificates",
   tag: "Learning",
+  // A policy naming the product or the learner reaches the certificate.
+  owners: ["product_id", "user_id"],
   fields: {
     user_id: Schema.String.annotations({ description: "The learner." }),
     product_id: Schema.String,

@@ -30,7 +30,8 @@ import { apiError, fieldError, readUnavailable, writeUnavailable } from "../erro
 import { emitEvent } from "../events/events.js"
 import { type AccessPath, type JsonObject, listPath, Records, type StoredRecord, type Tenant } from "../ports/store.js"
 import { idPrefixes, ID_BODY_LENGTH } from "../records/ids.js"
-import { defineResource, writtenByThePlatform, equalsFilter, requireParent, type ResourceDefinition, resourceView } from "../records/resource.js"
+import { defineResource, writtenByThePlatform, equalsFilter, requireParent, requireReference, type ResourceDefinition, resourceView } from "../records/resource.js"
+import { products } from "../catalog/products.js"
 import { Enum, Integer, PublicId, Text } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
@@ -59,18 +60,12 @@ const idPattern = (kind: keyof typeof idPrefixes) => `^${idPrefixes[kind]}_[0-9A
 // ---------------------------------------------------------------------------------------
 // Rules
 
-/** A product named by a rule must exist (and not be trashed): else 422 on `product_id`, reason `not_found`. */
-const checkRuleProduct = (data: JsonObject, previous: JsonObject | null) =>
-  Effect.gen(function* () {
-    const productId = data.product_id
-    if (typeof productId !== "string" || (previous !== null && previous.product_id === productId)) return
-    const caller = yield* Caller
-    const records = yield* Records
-    const product = yield* records.get(caller.tenant, PRODUCT_TYPE, productId).pipe(Effect.mapError(readUnavailable))
-    if (!product || product.data.deleted === true) {
-      return yield* Effect.fail(fieldError("validation_failed", "product_id", { reason: "not_found" }))
-    }
-  })
+/** A product named by a rule must exist, not be trashed and be readable: else 422 on `product_id`, reason `not_found`. */
+const checkRuleProduct = (data: JsonObject, previous: JsonObject | null) => {
+  const productId = data.product_id
+  if (typeof productId !== "string" || (previous !== null && previous.product_id === productId)) return Effect.void
+  return Effect.asVoid(requireReference(products, "product_id", productId))
+}
 
 export const gamificationRules: ResourceDefinition = defineResource({
   type: GAMIFICATION_RULE_TYPE,
@@ -78,6 +73,8 @@ export const gamificationRules: ResourceDefinition = defineResource({
   plural: "gamification_rules",
   path: "/gamification/rules",
   tag: "Learning",
+  // A rule of one product belongs to it (a global rule, to no product).
+  owners: ["product_id"],
   fields: {
     name: Schema.String.annotations({ description: "For administrators; learners never see it." }),
     trigger: Schema.Literal(...gamificationTriggers).annotations({ description: triggerDescription }),
@@ -127,6 +124,8 @@ export const pointEntries: ResourceDefinition = defineResource({
   type: POINT_ENTRY_TYPE,
   idKind: "point_entry",
   plural: "point_entries",
+  // A learner's ledger is read with `points.read`.
+  capabilities: "points",
   path: "/users/{user_id}/points/entries",
   tag: "Learning",
   parent: { type: USER_TYPE, idKind: "user", field: "user_id" },

@@ -24,7 +24,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { PRODUCT_TYPE } from "../catalog/products.js"
+import { PRODUCT_TYPE, products } from "../catalog/products.js"
 import { apiError, fieldError, readUnavailable } from "../errors/errors.js"
 import { Crypto } from "../ports/crypto.js"
 import { type JsonObject, Records, type StoredRecord } from "../ports/store.js"
@@ -33,6 +33,7 @@ import {
   defineResource,
   equalsFilter,
   type ParentDefinition,
+  requireReference,
   type ResourceDefinition,
   ruleViolation
 } from "../records/resource.js"
@@ -77,6 +78,8 @@ export const legalTermVersions: ResourceDefinition = defineResource({
   type: LEGAL_TERM_VERSION_TYPE,
   idKind: "legal_term_version",
   plural: "legal_term_versions",
+  // Read with `legal_terms.read`.
+  capabilities: "legal_terms",
   path: "/legal-terms/{legal_term_id}/versions",
   tag: "Legal",
   parent: legalTermParent,
@@ -139,12 +142,7 @@ const checkScope = (kind: string, productId: string | null | undefined) =>
       return
     }
     if (productId === undefined || productId === null) return yield* Effect.fail(ruleViolation([{ field: "product_id", code: "required" }]))
-    const caller = yield* Caller
-    const records = yield* Records
-    const product = yield* records.get(caller.tenant, PRODUCT_TYPE, productId).pipe(Effect.mapError(readUnavailable))
-    if (!product || product.data.deleted === true) {
-      return yield* Effect.fail(fieldError("validation_failed", "product_id", { reason: "not_found" }))
-    }
+    yield* requireReference(products, "product_id", productId)
   })
 
 /** No other non-trashed term holds the scope: else 409 `already_exists` on `kind` (platform) or `product_id`. */

@@ -7,7 +7,7 @@
  */
 import { Clock, Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { READ_PERSONAL, showsPersonalData, withoutPersonalData } from "../access/scope.js"
+import { personalView, READ_PERSONAL } from "../access/scope.js"
 import { apiError, type DetailItem, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import {
@@ -67,6 +67,7 @@ export const users = defineResource({
   plural: "users",
   path: "/users",
   tag: "People",
+  personal: ["email", "document", "phone"].map((field) => ({ path: [field], person: ["id"] })),
   fields: {
     name: Schema.String,
     email: Schema.NullOr(Schema.String).annotations({ description: personal("Unique in the account, lowercased") }),
@@ -139,9 +140,7 @@ export const users = defineResource({
 
 /** Users as this caller may see them: personal fields `null` without `users.read_personal`. */
 export const userViews = (items: ReadonlyArray<JsonObject>) =>
-  Effect.map(Caller, (caller) =>
-    items.map((item) => (showsPersonalData(caller.grant, String(item.id)) ? item : withoutPersonalData(item)))
-  )
+  Effect.map(Caller, (caller) => items.map((item) => personalView(users.personal!, item, caller.grant)))
 
 /** May the caller filter users by email (which would tell personal data)? */
 export const requireReadPersonal = Effect.flatMap(Caller, (caller) =>

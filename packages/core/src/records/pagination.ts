@@ -54,7 +54,17 @@ export interface PageRequest<PositionError = never> {
    * before pagination (§4.2): each alternative is read through its own index and the pages merged.
    */
   readonly reach?: "all" | ReadonlyArray<ReadonlyArray<Where>>
+  /**
+   * A record's visibility that no index holds (a stored trace's anchors, access/scope.ts): the
+   * collection is read in its order and filtered, examining at most `VISIBLE_SCAN_BUDGET` records
+   * per page. A page may then hold fewer than `limit` items with a `next_cursor`: the rest is on
+   * later pages (as it never shows what the caller may not see, it may end short or even empty).
+   */
+  readonly visible?: (record: StoredRecord) => boolean
 }
+
+/** Records examined at most for one page of a collection filtered by `visible`. */
+export const VISIBLE_SCAN_BUDGET = 1000
 
 const sortValue = (record: StoredRecord, sort: SortSpec): string | number | null => {
   if (sort.field === "id") return record.id
@@ -93,6 +103,13 @@ const listAnyOf = (records: Context.Tag.Service<Records>, tenant: Tenant, type: 
     return merged.slice(0, query.limit)
   })
 
+/**
+ * One read of a collection (no cursor) limited to what a reach shows (`PageRequest.reach`): for
+ * the reads that page themselves (reports).
+ */
+export const listReached = (tenant: Tenant, type: string, reach: "all" | ReadonlyArray<ReadonlyArray<Where>>, query: ListQuery) =>
+  Effect.flatMap(Records, (records) => (reach === "all" ? records.list(tenant, type, query) : listAnyOf(records, tenant, type, query, reach)))
+
 /** One page of a collection, with the cursors around it. */
 export const paginate = <PositionError = never>(request: PageRequest<PositionError>) => Effect.gen(function* () {
   const crypto = yield* Crypto
@@ -128,24 +145,67 @@ export const paginate = <PositionError = never>(request: PageRequest<PositionErr
     limit: request.limit + 1
   }
   const reach = request.reach ?? "all"
-  const fetched = reach === "all"
-    ? yield* records.list(request.tenant, request.type, query)
-    : yield* listAnyOf(records, request.tenant, request.type, query, reach)
-  const more = fetched.length > request.limit
+  const read = (q: ListQuery) =>
+    reach === "all" ? records.list(request.tenant, request.type, q) : listAnyOf(records, request.tenant, request.type, q, reach)
+  // `resumeAt`: where a scan filtered by `visible` stopped for its budget, short of `limit + 1` items.
+  const { fetched, resumeAt } = request.visible === undefined
+    ? { fetched: yield* read(query), resumeAt: undefined }
+    : yield* scanVisible(read, query, request.visible)
+  const more = fetched.length > request.limit || resumeAt !== undefined
   const slice = fetched.slice(0, request.limit)
+  // The record the read would go on after, in its own direction.
+  const onwards = fetched.length > request.limit ? slice.at(-1) : resumeAt
   const items = backwards ? slice.reverse() : slice
 
-  const first = items[0]
-  const last = items[items.length - 1]
-  const cursorAt = (d: "n" | "p", record: StoredRecord | undefined): string | null =>
-    record === undefined ? null : sign({ d, v: sortValue(record, request.sort), i: record.id, b: binding, t: now })
+  type Position = { readonly v: string | number | null; readonly i: string }
+  const positionOf = (record: StoredRecord | undefined): Position | undefined =>
+    record === undefined ? undefined : { v: sortValue(record, request.sort), i: record.id }
+  const cursorAt = (d: "n" | "p", at: Position | undefined): string | null =>
+    at === undefined ? null : sign({ d, v: at.v, i: at.i, b: binding, t: now })
+  // Back from an empty page: from where it was asked.
+  const asked = position === undefined ? undefined : { v: position.v, i: position.i }
 
-  const hasNext = backwards ? position !== undefined : more
-  const hasPrev = backwards ? more : position !== undefined
-  const page: Page = {
-    limit: request.limit,
-    next_cursor: hasNext ? cursorAt("n", last) : null,
-    prev_cursor: hasPrev ? cursorAt("p", first) : null
-  }
+  const page: Page = backwards
+    ? {
+      limit: request.limit,
+      next_cursor: cursorAt("n", positionOf(items.at(-1)) ?? asked),
+      prev_cursor: more ? cursorAt("p", positionOf(onwards)) : null
+    }
+    : {
+      limit: request.limit,
+      next_cursor: more ? cursorAt("n", positionOf(onwards)) : null,
+      prev_cursor: position !== undefined ? cursorAt("p", positionOf(items[0]) ?? asked) : null
+    }
   return { items, page }
 })
+
+/**
+ * The first `query.limit` records `visible` keeps, reading on in the query's order, at most
+ * `VISIBLE_SCAN_BUDGET` records examined: past it, the last one examined (`resumeAt`).
+ */
+const scanVisible = <E, R>(
+  read: (query: ListQuery) => Effect.Effect<ReadonlyArray<StoredRecord>, E, R>,
+  query: ListQuery,
+  visible: (record: StoredRecord) => boolean
+) =>
+  Effect.gen(function* () {
+    const fetched: Array<StoredRecord> = []
+    let after = query.after
+    let examined = 0
+    for (;;) {
+      const chunk = Math.min(Math.max(query.limit, 100), VISIBLE_SCAN_BUDGET - examined)
+      const rows = yield* read({ ...query, after, limit: chunk })
+      for (const [index, record] of rows.entries()) {
+        examined++
+        if (visible(record)) fetched.push(record)
+        if (fetched.length === query.limit) {
+          // Enough: the rest of the chunk is not looked at.
+          return { fetched, resumeAt: undefined }
+        }
+        if (examined >= VISIBLE_SCAN_BUDGET && (index < rows.length - 1 || rows.length === chunk)) return { fetched, resumeAt: record }
+      }
+      const last = rows.at(-1)
+      if (rows.length < chunk || last === undefined) return { fetched, resumeAt: undefined }
+      after = { value: sortValue(last, query.sort), id: last.id }
+    }
+  })

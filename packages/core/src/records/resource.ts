@@ -11,7 +11,7 @@
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { type Anchors, reachAlternatives, reachOf, reaches, requireReach } from "../access/scope.js"
+import { type Anchors, type PersonalField, reachAlternatives, reachOf, reaches, requireReach } from "../access/scope.js"
 import { type ApiError, apiError, type DetailItem, type ErrorCode, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
 import { requirePlanSlot } from "../limits/plan-limits.js"
@@ -77,6 +77,11 @@ export interface ResourceDefinition<
   readonly idKind: IdKind
   /** Plural for paths, operation IDs and capabilities (`showcases` → `showcases.read`, …). */
   readonly plural: string
+  /**
+   * The resource its capabilities are named after, when not its own plural: what belongs to
+   * another resource is read and written with that one's (a question's replies: `questions.read`).
+   */
+  readonly capabilities?: string
   /** Path of the collection under `/api/v3` (e.g. `/showcases`, `/products/{product_id}/modules`). */
   readonly path: string
   readonly tag: string
@@ -88,6 +93,12 @@ export interface ResourceDefinition<
    * saying so.
    */
   readonly owners?: ReadonlyArray<string>
+  /**
+   * Where the representation holds a person's personal data (§5 `users.read_personal`): every
+   * surface that shows the resource (its routes, events, exports, operation items) nulls each for
+   * a reader who may not see that person's (access/scope.ts, `personalView`).
+   */
+  readonly personal?: ReadonlyArray<PersonalField>
   /**
    * The fields of the representation, in order, besides those the machinery writes:
    * `object`, `id`, the parent field, `created_at`, `updated_at`, `deleted` (trash) and
@@ -267,6 +278,9 @@ export const resourceEtag = (definition: ResourceDefinition, record: StoredRecor
 // ---------------------------------------------------------------------------------------
 // Scope (access/scope.ts)
 
+/** The capability of an action on a resource: `<plural>.<action>` (or its `capabilities`' name). */
+export const capabilityOf = (definition: ResourceDefinition, action: string): string => `${definition.capabilities ?? definition.plural}.${action}`
+
 /** The outermost parent of a nested resource (the one a resource-limited policy names). */
 const outermostParent = (definition: ResourceDefinition): ParentDefinition | undefined => {
   let parent = definition.parent
@@ -323,7 +337,7 @@ export const requireResourceReach = (
   action: "read" | "update" | "delete",
   record: StoredRecord,
   parentIds: Readonly<Record<string, string | undefined>> = {}
-) => requireReach(`${definition.plural}.${action}`, anchorsOf(definition, record.data, parentIds))
+) => requireReach(capabilityOf(definition, action), anchorsOf(definition, record.data, parentIds))
 
 const requireRecordReach = (
   definition: ResourceDefinition,
@@ -336,9 +350,9 @@ const requireRecordReach = (
 /**
  * What a client's new or changed record belongs to must be in reach of `<plural>.<action>`: a
  * nested record's parent (else 404, as the route answers) and the owners its body names (else
- * 422 on the first owner field, reason `not_found`, as for a record that does not exist). A new
- * top-level record without owners belongs to nothing: a limited credential may create one, as
- * its route allows.
+ * 422 on the first owner field, reason `not_found`, as for a record that does not exist; a
+ * limited credential must name one). A new top-level record of a resource without owners belongs
+ * to nothing: a limited credential may create one, as its route allows.
  */
 const requireOwnersReach = (
   definition: ResourceDefinition,
@@ -350,10 +364,12 @@ const requireOwnersReach = (
   Effect.gen(function* () {
     if (!access?.checkScope) return
     const caller = yield* Caller
-    const capability = `${definition.plural}.${action}`
+    const capability = capabilityOf(definition, action)
     const anchors = anchorsOf(definition, data, parentIds).filter((id) => action === "update" || id !== data.id)
-    if (anchors.length === 0 || reaches(caller.grant, capability, anchors)) return
     const owners = definition.owners ?? []
+    // A record that may belong to something (a rule for one product, or for all) is, for a limited
+    // credential, created only for what it reaches.
+    if ((anchors.length === 0 && owners.length === 0) || reaches(caller.grant, capability, anchors)) return
     if (outermostParent(definition) !== undefined && owners.length === 0) return yield* Effect.fail(apiError("not_found"))
     const field = owners.find((f) => typeof data[f] === "string") ?? owners[0] ?? "id"
     return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
@@ -379,21 +395,59 @@ export const requireWriteReach = (
 
 /**
  * A record another resource's body names (`field`): of the caller's tenant, not trashed, and
- * for a client (`checkScope`, the default) readable by the caller (`<plural>.read` reaching it).
+ * for a client (`checkScope`, the default) readable by the caller (`<plural>.read`, or the
+ * capability given, reaching it).
  * Else 422 `validation_failed` on the field, reason `not_found`, whether it is missing or out of
  * reach: a limited credential learns nothing of what it cannot see.
  */
-export const requireReference = (definition: ResourceDefinition, field: string, id: string, checkScope = true) =>
+export const requireReference = (definition: ResourceDefinition, field: string, id: string, options: ReferenceOptions = {}) =>
+  Effect.gen(function* () {
+    const [record] = yield* referencedRecords(definition, [id], options)
+    if (!record) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
+    return record
+  })
+
+export interface ReferenceOptions {
+  /** False for the platform's own writes (`WriteContext.checkScope`). */
+  readonly checkScope?: boolean
+  /** The capability that must reach it, when not `<plural>.read` (a comment's lesson: `comments.create`). */
+  readonly capability?: string
+}
+
+/** The records named, in order, each `undefined` when missing, trashed or out of the caller's reach; one read for all. */
+const referencedRecords = (definition: ResourceDefinition, ids: ReadonlyArray<string>, options: ReferenceOptions) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
-    const record = yield* records.get(caller.tenant, definition.type, id).pipe(Effect.mapError(readUnavailable))
-    const outOfReach = checkScope && record !== undefined && !reaches(caller.grant, `${definition.plural}.read`, anchorsOf(definition, record.data))
-    if (!record || record.data.deleted === true || outOfReach) {
-      return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
-    }
-    return record
+    const found = ids.length === 0 ? [] : yield* records.getMany(caller.tenant, definition.type, [...new Set(ids)]).pipe(Effect.mapError(readUnavailable))
+    const byId = new Map(found.map((record) => [record.id, record]))
+    const capability = options.capability ?? capabilityOf(definition, "read")
+    return ids.map((id) => {
+      const record = byId.get(id)
+      if (!record || record.data.deleted === true) return undefined
+      return options.checkScope === false || reaches(caller.grant, capability, anchorsOf(definition, record.data)) ? record : undefined
+    })
   })
+
+/**
+ * The problems of a list of records a body names (`field(i)` for the i-th): each must be named
+ * once (`duplicate`) and be a record `requireReference` accepts (`not_found`). All at once.
+ */
+export const referenceProblems = (
+  definition: ResourceDefinition,
+  ids: ReadonlyArray<string>,
+  field: (index: number) => string,
+  options: ReferenceOptions = {}
+): Effect.Effect<ReadonlyArray<DetailItem>, ApiError<"credential_state_unverifiable">, Caller | Records> =>
+  Effect.map(referencedRecords(definition, ids, options), (found) =>
+    ids.flatMap((id, index): ReadonlyArray<DetailItem> =>
+      ids.indexOf(id) !== index
+        ? [{ field: field(index), code: "invalid_value", reason: "duplicate" }]
+        : found[index] === undefined
+          ? [{ field: field(index), code: "validation_failed", reason: "not_found" }]
+          : []
+    )
+  )
 
 // ---------------------------------------------------------------------------------------
 // Use cases
@@ -466,11 +520,13 @@ export const recordResourceChange = (
   definition: ResourceDefinition,
   verb: keyof typeof verbOf,
   after: JsonObject,
-  before: JsonObject | null = null
+  before: JsonObject | null = null,
+  // The record's anchors, which the trail and the event keep for scoped readers (access/scope.ts).
+  anchors: Anchors = anchorsOf(definition, after)
 ) =>
   Effect.gen(function* () {
-    yield* recordChange(`${definition.type}.${verb}`, { object: definition.type, id: String(after.id) })
-    yield* emitEvent(`${definition.type}.${verb}`, after, before ? previousAttributes(before, after) : null)
+    yield* recordChange(`${definition.type}.${verb}`, { object: definition.type, id: String(after.id) }, null, anchors)
+    yield* emitEvent(`${definition.type}.${verb}`, after, before ? previousAttributes(before, after) : null, anchors, definition.personal)
   })
 
 export interface ListInput {
@@ -492,7 +548,7 @@ export interface ListInput {
  */
 const listReach = (definition: ResourceDefinition, parentIds: Readonly<Record<string, string | undefined>>) =>
   Effect.map(Caller, (caller) => {
-    const capability = `${definition.plural}.read`
+    const capability = capabilityOf(definition, "read")
     const reach = reachOf(caller.grant, capability)
     const outermost = outermostParent(definition)
     if (reach === "all") return "all" as const
@@ -574,9 +630,12 @@ export const createResource = (
     yield* requireOwnersReach(definition, "create", { ...fields, id }, parentIds, access)
     if (definition.rules?.check) yield* definition.rules.check(fields, null)
     const at = formatTimestamp(now)
+    const outermost = outermostParent(definition)
     const data: JsonObject = withIndexes(definition, {
       object: definition.type,
       id,
+      // A deeper nested record keeps its outermost parent too (not shown): its scope's anchor.
+      ...(outermost && outermost !== definition.parent ? { [outermost.field]: parentIds[outermost.field] ?? null } : {}),
       ...(definition.parent ? { [definition.parent.field]: parentId ?? null } : {}),
       ...fields,
       created_at: at,
@@ -592,7 +651,7 @@ export const createResource = (
       })
     )
     if (definition.rules?.afterCreate) yield* definition.rules.afterCreate(record)
-    yield* recordResourceChange(definition, "created", resourceView(definition, record))
+    yield* recordResourceChange(definition, "created", resourceView(definition, record), null, anchorsOf(definition, record.data, parentIds))
     return record
   })
 
@@ -672,9 +731,10 @@ export const updateResource = (
     if (restoring) yield* requirePlanSlot(caller.tenant, definition.type)
     const saved = yield* saveResource(definition, current, { ...merged, deleted: false }, current.revision)
     if (definition.rules?.afterUpdate) yield* definition.rules.afterUpdate(current, saved)
-    if (restoring) yield* recordResourceChange(definition, "restored", resourceView(definition, saved), resourceView(definition, current))
+    const anchors = anchorsOf(definition, saved.data, parentIds)
+    if (restoring) yield* recordResourceChange(definition, "restored", resourceView(definition, saved), resourceView(definition, current), anchors)
     if (changed.length > 0 || !restoring) {
-      yield* recordResourceChange(definition, "updated", resourceView(definition, saved), resourceView(definition, current))
+      yield* recordResourceChange(definition, "updated", resourceView(definition, saved), resourceView(definition, current), anchors)
     }
     return saved
   })
@@ -697,10 +757,10 @@ export const deleteResource = (
     let result: StoredRecord | undefined
     if (definition.trash) {
       result = yield* saveResource(definition, current, { ...current.data, deleted: true }, current.revision)
-      yield* recordResourceChange(definition, "trashed", resourceView(definition, result), resourceView(definition, current))
+      yield* recordResourceChange(definition, "trashed", resourceView(definition, result), resourceView(definition, current), anchorsOf(definition, result.data, parentIds))
     } else {
       yield* records.remove(caller.tenant, definition.type, id).pipe(Effect.mapError(writeUnavailable))
-      yield* recordResourceChange(definition, "deleted", resourceView(definition, current))
+      yield* recordResourceChange(definition, "deleted", resourceView(definition, current), null, anchorsOf(definition, current.data, parentIds))
     }
     if (definition.rules?.afterDelete) yield* definition.rules.afterDelete(current)
     return result

@@ -10,11 +10,11 @@
 import { Effect, Either, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { allows, type Grant } from "../access/policies.js"
-import { reaches } from "../access/scope.js"
+import { personalView, reaches } from "../access/scope.js"
 import { apiError, type DetailItem } from "../errors/errors.js"
 import { MAX_BATCH_ITEMS, type OperationKind, startOperation } from "../operations/operations.js"
 import type { Json, JsonObject } from "../ports/store.js"
-import { anchorFields, type ResourceDefinition, resourceView, resourceWrites, scopedInCore } from "../records/resource.js"
+import { anchorFields, anchorsOf, capabilityOf, type ResourceDefinition, resourceView, resourceWrites, scopedInCore } from "../records/resource.js"
 import { detailsOf, strict } from "../records/schema.js"
 import { type BatchAction, type BatchResource, batchResources, type BatchUseCases, writeResource } from "./batch-use-cases.js"
 import { resourceDefinitions } from "./resources.js"
@@ -81,7 +81,7 @@ const scopeProblems = (batch: BatchType, grant: Grant, payload: JsonObject): Rea
   )
   const named = fields.flatMap((field) => (typeof payload[field] === "string" ? [{ field, id: payload[field] as string }] : []))
   if (named.length === 0 || (scopedInCore(definition) && action !== "create")) return []
-  const capability = `${definition.plural}.${action}`
+  const capability = capabilityOf(definition, action)
   return reaches(grant, capability, named.map((n) => n.id)) ? [] : [{ field: named[0]!.field, code: "not_found" }]
 }
 
@@ -106,15 +106,28 @@ const writeItem = (definition: ResourceDefinition, action: BatchAction, payload:
   return writeResource(definition, action, parentIdsOf(definition, payload), String(own.id ?? ""), action === "create" ? own : strip(own, ["id"]))
 }
 
-/** A stored result (`{ id, object }`) as the caller reading the items may see it. */
-const viewedResult = (useCases: BatchUseCases) => {
-  const view = useCases.view
-  if (!view) return undefined
-  return (result: Json) => {
+/**
+ * A stored result (`{ id, object }`) as the caller reading the items may see it (access/scope.ts):
+ * the record out of the reader's reach (`<plural>.read`) is only its ID; its personal data as the
+ * reader's grant shows it; then the resource's own view, when it has one (live counts).
+ */
+const viewedResult = (definition: ResourceDefinition, useCases: BatchUseCases) => (result: Json) =>
+  Effect.gen(function* () {
     const object = result !== null && typeof result === "object" && !Array.isArray(result) ? (result as JsonObject).object : undefined
-    if (object === null || typeof object !== "object" || Array.isArray(object)) return Effect.succeed(result)
-    return Effect.map(view([object as JsonObject]), ([seen]): Json => ({ ...(result as JsonObject), object: seen ?? null }))
-  }
+    if (object === null || typeof object !== "object" || Array.isArray(object)) return result
+    const { grant } = yield* Caller
+    if (!reaches(grant, capabilityOf(definition, "read"), anchorsOf(definition, object as JsonObject))) return { ...(result as JsonObject), object: null } as Json
+    const shown = definition.personal ? personalView(definition.personal, object as JsonObject, grant) : (object as JsonObject)
+    const [seen] = useCases.view ? yield* useCases.view([shown]) : [shown]
+    return { ...(result as JsonObject), object: seen ?? null } as Json
+  })
+
+/** A stored result of a batch item of any type, viewed as its type's items are (an import's rows). */
+export const viewAnyBatchResult = (result: Json) => {
+  const object = result !== null && typeof result === "object" && !Array.isArray(result) ? (result as JsonObject).object : undefined
+  const type = object !== null && typeof object === "object" && !Array.isArray(object) ? (object as JsonObject).object : undefined
+  const batch = [...batchTypes.values()].find((candidate) => candidate.definition.type === type)
+  return batch ? viewedResult(batch.definition, batch.useCases)(result) : Effect.succeed(result)
 }
 
 /** The handlers of every batch type, for the workers. */
@@ -122,7 +135,7 @@ export const batchKinds: Readonly<Record<string, OperationKind>> = Object.fromEn
   [...batchTypes.entries()].map(([name, { definition, useCases, action }]): [string, OperationKind] => {
     const represent = useCases.represent ?? ((record) => resourceView(definition, record))
     const view = useCases.view ?? Effect.succeed
-    const viewResult = viewedResult(useCases)
+    const viewResult = viewedResult(definition, useCases)
     return [
       name,
       {
@@ -133,7 +146,7 @@ export const batchKinds: Readonly<Record<string, OperationKind>> = Object.fromEn
               ? Effect.map(view([represent(record)]), ([object]): Json => ({ id: record.id, object: object ?? null }))
               : Effect.succeed<Json>({ id: String(payload.id ?? "") })
           ),
-        ...(viewResult ? { viewResult } : {})
+        viewResult
       }
     ]
   })

@@ -58,7 +58,7 @@ import { managedFields, representationFields, type ResourceDefinition } from "..
 import { Bool, detailsOf, PublicId, strict } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { inOrder } from "../records/views.js"
-import { batchItemProblems, batchKinds } from "./batches.js"
+import { batchItemProblems, batchKinds, viewAnyBatchResult } from "./batches.js"
 import { describedResources } from "./resources.js"
 import { USER_TYPE } from "../people/people-users.js"
 import { recordChange } from "../trail/audit.js"
@@ -430,7 +430,7 @@ const finishImport = (operation: JsonObject) =>
  * layer (`@syllabus/http`'s `syllabusLayer`), not through `registry/resources.ts`.
  */
 export const importsOperationKinds: Readonly<Record<string, OperationKind>> = {
-  [IMPORT_OPERATION]: { runItem: runRow, enumerate: enumerateRows, onFinished: finishImport }
+  [IMPORT_OPERATION]: { runItem: runRow, enumerate: enumerateRows, onFinished: finishImport, viewResult: viewAnyBatchResult }
 }
 
 /** `GET /imports` (newest or oldest first, by target) and the import of an operation. */

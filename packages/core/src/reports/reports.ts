@@ -20,6 +20,7 @@
 import { Effect, Option } from "effect"
 import { Caller } from "../access/context.js"
 import { allows } from "../access/policies.js"
+import { reachAlternatives, reachOf, reaches } from "../access/scope.js"
 import { apiError, readUnavailable } from "../errors/errors.js"
 import { CERTIFICATE_TYPE } from "../learning/certificates.js"
 import { ENROLLMENT_TYPE } from "../learning/enrollments.js"
@@ -33,6 +34,7 @@ import { formatTimestamp, parseTimestamp } from "../records/time.js"
 import { ENROLLMENT_FIGURES, figuresAccessPaths, LESSON_PROGRESS_FIGURES, SALES_PRODUCT_FIGURES } from "./figures.js"
 import { type ReportDescription, reportCatalog } from "./catalog.js"
 import { type ReportPage, reportCursors } from "./page.js"
+import { listReached } from "../records/pagination.js"
 
 const PRODUCT_TYPE = "product"
 const LESSON_TYPE = "lesson"
@@ -109,6 +111,20 @@ export const listReports = Effect.fn("Reports.catalog")(function* () {
 
 // ---------------------------------------------------------------------------------------
 // Helpers
+
+/** The capability of every report (§4.4). */
+export const REPORTS_READ = "reports.read"
+
+/**
+ * What the caller's `reports.read` reaches (access/scope.ts): every record, or the records
+ * anchored on these IDs. A report over products, exams or lessons shows those of reached
+ * products; over learners, reached users; its activity, what belongs to either.
+ */
+const reportReach = Effect.map(Caller, (caller) => reachOf(caller.grant, REPORTS_READ))
+
+/** `ids` limited to what the reach names (all of them for an unlimited one), sorted. */
+const reachedIds = (reach: "all" | ReadonlySet<string>, ids: ReadonlyArray<string>): ReadonlyArray<string> =>
+  [...new Set(reach === "all" ? ids : ids.filter((id) => reach.has(id)))].sort()
 
 /** Records of `type` by ID, for the rows of one page: one read by primary key. */
 const recordsById = (type: string, ids: ReadonlyArray<string>) =>
@@ -200,12 +216,18 @@ export interface RankingsInput {
 export const rankingsReport = Effect.fn("Reports.rankings")(function* (input: RankingsInput) {
   const caller = yield* Caller
   const records = yield* Records
-  const productIds = [...new Set(input.productIds)].sort()
-  const cursors = yield* reportCursors("rankings", { product_id: productIds })
+  const reach = yield* reportReach
+  const asked = [...new Set(input.productIds)].sort()
+  // A limited credential ranks over the products it reaches (those it names, or all of them).
+  const productIds = reach === "all" ? asked : reachedIds(reach, asked.length > 0 ? asked : [...reach])
+  const cursors = yield* reportCursors("rankings", { product_id: asked })
   const position = yield* cursors.read(input.cursor)
   let ranked: ReadonlyArray<{ readonly userId: string; readonly points: number }>
   let more: boolean
-  if (productIds.length === 0) {
+  if (reach !== "all" && productIds.length === 0) {
+    more = false
+    ranked = []
+  } else if (productIds.length === 0) {
     // The balances' index, highest first (ties by user ID, last first: the balance's ID is the user's).
     const rows = yield* records
       .list(caller.tenant, POINT_BALANCE_TYPE, {
@@ -266,12 +288,13 @@ export interface ProductsInput {
 
 /** `GET /reports/products`: per product, its enrollments and its sales (`PRODUCTS_REPORT`). */
 export const productsReport = Effect.fn("Reports.products")(function* (input: ProductsInput) {
-  const productIds = [...new Set(input.productIds)].sort()
-  const cursors = yield* reportCursors("products", { product_id: productIds })
+  const reach = yield* reportReach
+  const asked = [...new Set(input.productIds)].sort()
+  const cursors = yield* reportCursors("products", { product_id: asked })
   const position = yield* cursors.read(input.cursor)
-  const { items, more } = productIds.length === 0
+  const { items, more } = reach === "all" && asked.length === 0
     ? yield* resourcePage(PRODUCT_TYPE, [], position?.k ?? null, input.limit)
-    : yield* productsNamed(productIds, position?.k ?? null, input.limit)
+    : yield* productsNamed(reachedIds(reach, asked.length > 0 ? asked : [...(reach as ReadonlySet<string>)]), position?.k ?? null, input.limit)
   const ids = items.map((item) => item.id)
   const groups = yield* figuresOf(ENROLLMENT_FIGURES, ids)
   const sales = yield* figuresOf(SALES_PRODUCT_FIGURES, ids)
@@ -302,11 +325,15 @@ export const productsReport = Effect.fn("Reports.products")(function* (input: Pr
 
 /** `GET /reports/exams`: per exam, its attempts (`EXAMS_REPORT`). */
 export const examsReport = Effect.fn("Reports.exams")(function* (input: ProductsInput) {
-  const productIds = [...new Set(input.productIds)].sort()
-  const cursors = yield* reportCursors("exams", { product_id: productIds })
+  const reach = yield* reportReach
+  const asked = [...new Set(input.productIds)].sort()
+  const cursors = yield* reportCursors("exams", { product_id: asked })
   const position = yield* cursors.read(input.cursor)
-  const where: ReadonlyArray<Where> = productIds.length === 0 ? [] : [{ field: "product_id", op: "in", values: productIds }]
-  const { items, more } = yield* resourcePage(EXAM_TYPE, where, position?.k ?? null, input.limit)
+  const productIds = reach === "all" ? asked : reachedIds(reach, asked.length > 0 ? asked : [...reach])
+  const where: ReadonlyArray<Where> = reach === "all" && productIds.length === 0 ? [] : [{ field: "product_id", op: "in", values: productIds }]
+  const { items, more } = reach !== "all" && productIds.length === 0
+    ? { items: [], more: false }
+    : yield* resourcePage(EXAM_TYPE, where, position?.k ?? null, input.limit)
   const ids = items.map((item) => item.id)
   const groups = ids.length === 0 ? [] : yield* aggregate(EXAM_ATTEMPT_TYPE, {
     where: [{ field: "exam_id", op: "in", values: ids }],
@@ -364,7 +391,9 @@ export const certificatesReport = Effect.fn("Reports.certificates")(function* (i
   const where: Array<Where> = []
   if (after !== undefined) where.push({ field: "issued_at", op: "gte", value: after })
   if (before !== undefined) where.push({ field: "issued_at", op: "lt", value: before })
-  const groups = yield* aggregate(CERTIFICATE_TYPE, {
+  const reach = yield* reportReach
+  if (reach !== "all") where.push({ field: "product_id", op: "in", values: reachedIds(reach, [...reach]) })
+  const groups = reach !== "all" && reach.size === 0 ? [] : yield* aggregate(CERTIFICATE_TYPE, {
     where,
     groupBy: ["product_id"],
     measures: [{ kind: "count" }],
@@ -403,7 +432,8 @@ export const lessonsReport = Effect.fn("Reports.lessons")(function* (input: Less
   const caller = yield* Caller
   const records = yield* Records
   const product = yield* records.get(caller.tenant, PRODUCT_TYPE, input.productId).pipe(Effect.mapError(readUnavailable))
-  if (product === undefined || product.data.deleted === true) {
+  // A product out of reach is answered as a missing one.
+  if (product === undefined || product.data.deleted === true || !reaches(caller.grant, REPORTS_READ, [product.id])) {
     return yield* Effect.fail(
       apiError("validation_failed", { details: [{ parameter: "product_id", code: "invalid_value", reason: "not_found" }] })
     )
@@ -444,7 +474,10 @@ export const usersReport = Effect.fn("Reports.users")(function* (input: { readon
   const caller = yield* Caller
   const cursors = yield* reportCursors("users", {})
   const position = yield* cursors.read(input.cursor)
-  const { items, more } = yield* resourcePage(USER_TYPE, [], position?.k ?? null, input.limit)
+  const reach = yield* reportReach
+  const { items, more } = reach === "all"
+    ? yield* resourcePage(USER_TYPE, [], position?.k ?? null, input.limit)
+    : yield* resourcePage(USER_TYPE, [{ field: "id", op: "in", values: reachedIds(reach, [...reach]) }], position?.k ?? null, input.limit)
   const ids = items.map((item) => item.id)
   const byUser = (groups: ReadonlyArray<AggregateRow>): ReadonlyMap<string | null, ReadonlyArray<number | null>> =>
     new Map(groups.map((group) => [text(group.key[0]), group.values]))
@@ -523,18 +556,18 @@ export const activityReport = Effect.fn("Reports.activity")(function* (input: Ac
   const cursors = yield* reportCursors("activity", { occurred_after: after ?? null, occurred_before: before ?? null })
   const position = yield* cursors.read(input.cursor)
   const found: Array<{ readonly kind: string; readonly at: string; readonly record: StoredRecord }> = []
+  // A limited credential sees what belongs to the products and learners it reaches.
+  const reach = reachAlternatives(yield* reportReach, ["product_id", "user_id"])
   for (const source of activitySources) {
     const where: Array<Where> = []
     if (after !== undefined) where.push({ field: source.at, op: "gte", value: after })
     if (before !== undefined) where.push({ field: source.at, op: "lt", value: before })
-    const page = yield* records
-      .list(caller.tenant, source.type, {
-        where,
-        sort: { field: source.at, kind: "text", direction: "desc" },
-        after: position === undefined ? undefined : { value: position.v, id: position.k ?? "" },
-        limit: input.limit + 1
-      })
-      .pipe(Effect.mapError(readUnavailable))
+    const page = yield* listReached(caller.tenant, source.type, reach, {
+      where,
+      sort: { field: source.at, kind: "text", direction: "desc" },
+      after: position === undefined ? undefined : { value: position.v, id: position.k ?? "" },
+      limit: input.limit + 1
+    }).pipe(Effect.mapError(readUnavailable))
     for (const record of page) {
       const at = text(record.data[source.at])
       // A record without its instant sorts last (null), and is no activity.

@@ -17,6 +17,8 @@
  */
 import { Effect, Option } from "effect"
 import { Caller } from "../access/context.js"
+import { reachOf } from "../access/scope.js"
+import { REPORTS_READ } from "./reports.js"
 import { apiError, readUnavailable } from "../errors/errors.js"
 import { type AccessPath, type AggregateQuery, type Json, type JsonObject, listPath, Records, type Where } from "../ports/store.js"
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
@@ -71,8 +73,11 @@ export const supportReport = Effect.fn("Reports.support")(function* (input: Supp
     ...(before === undefined ? [] : [{ field, op: "lt" as const, value: before }])
   ]
   const status = (value: string): ReadonlyArray<Where> => [{ field: "status", op: "eq", value }]
-  const groups = yield* aggregate(TICKET_TYPE, {
-    where: [{ field: "deleted", op: "eq", value: false }],
+  // A limited credential sees the rows of the departments it reaches (access/scope.ts).
+  const reach = reachOf((yield* Caller).grant, REPORTS_READ)
+  const reached: ReadonlyArray<Where> = reach === "all" ? [] : [{ field: "department_id", op: "in", values: [...reach].sort() }]
+  const groups = reach !== "all" && reach.size === 0 ? [] : yield* aggregate(TICKET_TYPE, {
+    where: [{ field: "deleted", op: "eq", value: false }, ...reached],
     groupBy: ["department_id"],
     measures: [
       { kind: "count", filter: status("open") },

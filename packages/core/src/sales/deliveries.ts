@@ -23,7 +23,9 @@ import { Effect, Option, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { type DetailItem, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
-import { defineResource, type ResourceDefinition, ruleViolation } from "../records/resource.js"
+import { defineResource, referenceProblems, type ResourceDefinition, ruleViolation } from "../records/resource.js"
+import { products as productsResource } from "../catalog/products.js"
+import { tags } from "../people/people-users.js"
 import { Integer, List, PublicId, Text } from "../records/schema.js"
 import { requireSalesFeature } from "./features.js"
 
@@ -70,23 +72,6 @@ export const deliveryProducts = (record: StoredRecord): ReadonlyArray<{ readonly
 export const deliveryTagIds = (record: StoredRecord): ReadonlyArray<string> =>
   Option.getOrElse(Schema.decodeUnknownOption(Schema.Array(Schema.String))(record.data.tag_ids), () => [])
 
-/** Problems of a list of references: each must be once (`duplicate`) and a live record of the tenant (`not_found`). */
-const referenceProblems = (type: string, ids: ReadonlyArray<string>, field: (index: number) => string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const problems: Array<DetailItem> = []
-    for (const [index, id] of ids.entries()) {
-      if (ids.indexOf(id) !== index) {
-        problems.push({ field: field(index), code: "invalid_value", reason: "duplicate" })
-        continue
-      }
-      const record = yield* records.get(caller.tenant, type, id).pipe(Effect.mapError(readUnavailable))
-      if (!record || record.data.deleted === true) problems.push({ field: field(index), code: "validation_failed", reason: "not_found" })
-    }
-    return problems
-  })
-
 const sameJson = (a: Json | undefined, b: Json | undefined) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null)
 
 /** The references sent (a create, or a PATCH sending them) are checked, all problems at once. */
@@ -97,8 +82,8 @@ const checkReferences = (data: JsonObject, previous: JsonObject | null) =>
     const problems = [
       ...(previous !== null && sameJson(previous.products, data.products)
         ? []
-        : yield* referenceProblems("product", products.map((p) => p.product_id), (i) => `products[${i}].product_id`)),
-      ...(previous !== null && sameJson(previous.tag_ids, data.tag_ids) ? [] : yield* referenceProblems("tag", tagIds, (i) => `tag_ids[${i}]`))
+        : yield* referenceProblems(productsResource, products.map((p) => p.product_id), (i) => `products[${i}].product_id`)),
+      ...(previous !== null && sameJson(previous.tag_ids, data.tag_ids) ? [] : yield* referenceProblems(tags, tagIds, (i) => `tag_ids[${i}]`))
     ]
     if (problems.length > 0) return yield* Effect.fail(ruleViolation(problems))
   })

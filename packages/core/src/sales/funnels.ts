@@ -35,11 +35,11 @@ import { Effect, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { apiError, type DetailItem, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records } from "../ports/store.js"
-import { defineResource, keptIdProblems, type ResourceDefinition, ruleViolation } from "../records/resource.js"
+import { defineResource, keptIdProblems, referenceProblems, type ResourceDefinition, ruleViolation } from "../records/resource.js"
 import { Enum, List, PublicId, Text } from "../records/schema.js"
 import { FUNNEL_STEP_FIGURES } from "../reports/figures.js"
 import { figuresOf } from "../reports/reports.js"
-import { DELIVERY_TYPE } from "./deliveries.js"
+import { deliveries, DELIVERY_TYPE } from "./deliveries.js"
 import { requireSalesFeature } from "./features.js"
 
 export const FUNNEL_TYPE = "funnel"
@@ -169,19 +169,10 @@ const requireFunnelShape = (steps: ReadonlyArray<JsonObject>) => {
 const requireDeliveries = (steps: ReadonlyArray<JsonObject>, previous: JsonObject | null) =>
   Effect.gen(function* () {
     const kept = deliveryIds(previous)
-    const named = [...new Set(steps.flatMap((step) => (typeof step.delivery_id === "string" && !kept.has(step.delivery_id) ? [step.delivery_id] : [])))]
+    // Each named anew, at its step (a delivery two steps share is fine: no duplicate check here).
+    const named = steps.flatMap((step, i) => (typeof step.delivery_id === "string" && !kept.has(step.delivery_id) ? [{ id: step.delivery_id, i }] : []))
     if (named.length === 0) return
-    const caller = yield* Caller
-    const records = yield* Records
-    const found = yield* records.getMany(caller.tenant, DELIVERY_TYPE, named).pipe(Effect.mapError(readUnavailable))
-    const live = new Set(found.filter((record) => record.data.deleted !== true).map((record) => record.id))
-    const problems: Array<DetailItem> = []
-    steps.forEach((step, i) => {
-      const id = step.delivery_id
-      if (typeof id === "string" && !kept.has(id) && !live.has(id)) {
-        problems.push({ field: `steps[${i}].delivery_id`, code: "validation_failed", reason: "not_found" })
-      }
-    })
+    const problems = (yield* Effect.forEach(named, ({ id, i }) => referenceProblems(deliveries, [id], () => `steps[${i}].delivery_id`))).flat()
     if (problems.length > 0) return yield* Effect.fail(ruleViolation(problems))
   })
 

@@ -21,11 +21,13 @@
  */
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
-import { allows, visibleResources } from "../access/policies.js"
+import { reachAlternatives, reachOf, requireReach } from "../access/scope.js"
 import { apiError, fieldError, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import { type AccessPath, type JsonObject, listPath, Records, type StoredRecord, type Where } from "../ports/store.js"
 import { paginate } from "../records/pagination.js"
 import {
+  anchorFields,
+  anchorsOf,
   createResource,
   defineResource,
   getResource,
@@ -64,15 +66,14 @@ const commentFields = {
   user: Author.annotations({ description: "The learner who wrote it; `null` for a reply of the account." })
 }
 
-/** Whether the caller holds `capability` for the comments of `productId`. */
-const holds = (capability: string, productId: string) => Effect.map(Caller, (caller) => allows(caller.grant, capability, productId))
-
 export const comments: ResourceDefinition = defineResource({
   type: COMMENT_TYPE,
   idKind: "comment",
   plural: "comments",
   path: "/support/comments",
   tag: "Support",
+  // Access follows the product: a policy naming it reaches its comments.
+  owners: ["product_id"],
   fields: {
     parent_id: Schema.NullOr(Schema.String).annotations({ description: "The comment this one replies to; `null` for a top-level comment." }),
     ...commentFields
@@ -89,9 +90,9 @@ export const comments: ResourceDefinition = defineResource({
   defaults: (body) =>
     Effect.gen(function* () {
       const user = yield* requireUser("user_id", body.user_id)
-      const lesson = yield* requireLesson("lesson_id", body.lesson_id)
+      // A lesson of a product the caller may comment on: the comment belongs to that product.
+      const lesson = yield* requireLesson("lesson_id", body.lesson_id, "comments.create")
       const productId = String(lesson.data.product_id)
-      if (!(yield* holds("comments.create", productId))) return yield* Effect.fail(fieldError("validation_failed", "lesson_id", { reason: "not_found" }))
       return {
         parent_id: null,
         product_id: productId,
@@ -171,11 +172,11 @@ const removeReplies = (commentId: string) =>
 // ---------------------------------------------------------------------------------------
 // Reading and writing through the routes (access follows the product)
 
-/** A comment the caller may use with `capability` (its product's), else 404. */
+/** A comment the caller's `capability` reaches (through its product), else 404. */
 export const loadComment = (id: string, capability: string) =>
   Effect.gen(function* () {
     const record = yield* getResource(comments, {}, id)
-    if (!(yield* holds(capability, String(record.data.product_id)))) return yield* Effect.fail(apiError("not_found"))
+    yield* requireReach(capability, anchorsOf(comments, record.data))
     return record
   })
 
@@ -186,12 +187,6 @@ export interface CommentListInput {
   readonly status: string | undefined
 }
 
-/** The product IDs a limited credential may read comments of, or all. */
-const productCondition = (capability: string) =>
-  Effect.map(Caller, (caller): ReadonlyArray<Where> => {
-    const visible = visibleResources(caller.grant, capability)
-    return visible === "all" ? [] : [{ field: "product_id", op: "in", values: [...visible] }]
-  })
 
 /** `GET /support/comments` (§4.3): top-level comments of the accessible products, `pending` by default, newest first. */
 export const listComments = (input: CommentListInput) =>
@@ -201,7 +196,8 @@ export const listComments = (input: CommentListInput) =>
     const { items, page } = yield* paginate({
       tenant: caller.tenant,
       type: COMMENT_TYPE,
-      where: [{ field: "parent_id", op: "eq", value: null }, { field: "status", op: "eq", value: status }, ...(yield* productCondition("comments.read"))],
+      where: [{ field: "parent_id", op: "eq", value: null }, { field: "status", op: "eq", value: status }],
+      reach: reachAlternatives(reachOf(caller.grant, "comments.read"), anchorFields(comments)),
       sort: resourceSort(comments, input.sort),
       limit: input.limit,
       cursor: input.cursor,

@@ -9,8 +9,9 @@ import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { apiError, fieldError, readUnavailable } from "../errors/errors.js"
-import { LESSON_TYPE } from "../content/content-catalog.js"
-import { USER_TYPE } from "../people/people-users.js"
+import { lessons } from "../content/content-catalog.js"
+import { users } from "../people/people-users.js"
+import { requireReference } from "../records/resource.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import { Enum, List, PublicId, RICH_TEXT_MAX, RichText, Text } from "../records/schema.js"
 
@@ -22,34 +23,22 @@ export const Author = Schema.NullOr(
   })
 )
 
-/** A live user of the account, else 422 `validation_failed` on `field` (reason `not_found`). */
-export const requireUser = (field: string, id: string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const user = yield* records.get(caller.tenant, USER_TYPE, id).pipe(Effect.mapError(readUnavailable))
-    if (!user || user.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
-    return user
-  })
+/** A live user of the account the caller may read, else 422 `validation_failed` on `field` (reason `not_found`). */
+export const requireUser = (field: string, id: string) => requireReference(users, field, id)
 
 /** The author of a post by `user`. */
 export const authorOf = (user: StoredRecord): JsonObject => ({ id: user.id, name: typeof user.data.name === "string" ? user.data.name : "" })
 
 /**
- * A live lesson of the account (of `productId` when given), else 422 `validation_failed` on
- * `field` (reason `not_found`).
+ * A live lesson of the account (of `productId` when given) that the caller's `capability` (the
+ * post's create) reaches, else 422 `validation_failed` on `field` (reason `not_found`).
  */
-export const requireLesson = (field: string, id: string, productId?: string) =>
+export const requireLesson = (field: string, id: string, capability: string, productId?: string) =>
   Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const lesson = yield* records.get(caller.tenant, LESSON_TYPE, id).pipe(Effect.mapError(readUnavailable))
-    if (!lesson || lesson.data.deleted === true || (productId !== undefined && lesson.data.product_id !== productId)) {
-      return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
-    }
+    const lesson = yield* requireReference(lessons, field, id, { capability })
+    if (productId !== undefined && lesson.data.product_id !== productId) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
     return lesson
   })
-
 
 // ---------------------------------------------------------------------------------------
 // A rich-text body

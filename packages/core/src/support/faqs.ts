@@ -16,9 +16,9 @@ import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { fieldError, readUnavailable } from "../errors/errors.js"
 import { Records } from "../ports/store.js"
-import { defineResource, equalsFilter, type ResourceDefinition } from "../records/resource.js"
+import { defineResource, equalsFilter, requireReference, type ResourceDefinition } from "../records/resource.js"
 import { Enum, List, PublicId, RichText, Text } from "../records/schema.js"
-import { arrangedSet, DEPARTMENT_TYPE } from "./departments.js"
+import { arrangedSet, departments, DEPARTMENT_TYPE } from "./departments.js"
 
 export const FAQ_TYPE = "faq"
 
@@ -29,16 +29,8 @@ const optional = <S extends Schema.Schema.AnyNoContext>(schema: S) => Schema.opt
 
 const arranged = arrangedSet(FAQ_TYPE, () => faqs)
 
-/** A department of the caller's tenant, not trashed: else 422 on `department_id`. */
-const requireDepartment = (id: string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const department = yield* records.get(caller.tenant, DEPARTMENT_TYPE, id).pipe(Effect.mapError(readUnavailable))
-    if (!department || department.data.deleted === true) {
-      return yield* Effect.fail(fieldError("validation_failed", "department_id", { reason: "not_found" }))
-    }
-  })
+/** A department of the caller's tenant, not trashed, that it may read: else 422 on `department_id`. */
+const requireDepartment = (id: string) => Effect.asVoid(requireReference(departments, "department_id", id))
 
 export const faqs: ResourceDefinition = defineResource({
   type: FAQ_TYPE,

@@ -117,7 +117,7 @@ export const questions: ResourceDefinition = defineResource({
       yield* requireLessonQuestions
       const productId = String(context.parentId)
       const user = yield* requireUser("user_id", body.user_id)
-      yield* requireLesson("lesson_id", body.lesson_id, productId)
+      yield* requireLesson("lesson_id", body.lesson_id, "questions.create", productId)
       const minLength = Number(yield* settingValue(lessonQuestionSettings, "min_length"))
       if (bodyLength(body.body as unknown as JsonObject) < minLength) {
         return yield* Effect.fail(fieldError("validation_failed", "body", { reason: "below_min_length", params: { min: minLength } }))
@@ -234,6 +234,8 @@ export const questionReplies: ResourceDefinition = defineResource({
   type: QUESTION_REPLY_TYPE,
   idKind: "question_reply",
   plural: "question_replies",
+  // Read and written with the questions' capabilities.
+  capabilities: "questions",
   path: "/products/{product_id}/questions/{question_id}/replies",
   tag: "Support",
   parent: questionParent,

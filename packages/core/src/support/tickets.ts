@@ -43,8 +43,8 @@ import { Clock, Effect, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { apiError, type DetailItem, fieldError, readUnavailable, writeUnavailable } from "../errors/errors.js"
-import { USER_TYPE } from "../people/people-users.js"
-import { READ_PERSONAL } from "../access/scope.js"
+import { USER_TYPE, users } from "../people/people-users.js"
+import { personalView } from "../access/scope.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import {
   createResource,
@@ -52,13 +52,16 @@ import {
   equalsFilter,
   type ParentDefinition,
   recordResourceChange,
+  referenceProblems,
+  requireReference,
   type ResourceDefinition,
   resourceView
 } from "../records/resource.js"
+import { products } from "../catalog/products.js"
 import { Enum, PublicId, RichText, Text } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
 import { settingValue, supportSettings } from "../site/site-settings.js"
-import { DEPARTMENT_TYPE, SupportEmailAddress } from "./departments.js"
+import { departments, DEPARTMENT_TYPE, SupportEmailAddress } from "./departments.js"
 import { queueTicketReplyEmail } from "../mail/ticket-notifications.js"
 
 export const TICKET_TYPE = "ticket"
@@ -91,20 +94,22 @@ export const requireSupportEnabled = Effect.gen(function* () {
 })
 
 /**
- * A record a ticket names (user, department, product): in the caller's tenant, not trashed,
- * readable with the credential (`<plural>.read` on it). Else 422 on the field, reason
- * `not_found`, whether it exists or not.
+ * The records a ticket names besides its user (department, product): each must be one the caller
+ * may read (records/resource.ts, `requireReference`), else 422 on its field, reason `not_found`.
  */
-const requireAccessible = (type: string, capability: string, field: string, id: string) =>
-  Effect.gen(function* () {
-    const caller = yield* Caller
-    const records = yield* Records
-    const record = allows(caller.grant, capability, id)
-      ? yield* records.get(caller.tenant, type, id).pipe(Effect.mapError(readUnavailable))
-      : undefined
-    if (!record || record.data.deleted === true) return yield* Effect.fail(fieldError("validation_failed", field, { reason: "not_found" }))
-    return record
-  })
+const namedRecordProblems = (data: JsonObject, previous: JsonObject | null) =>
+  Effect.map(
+    Effect.forEach(
+      [["department_id", departments], ["product_id", products]] as const,
+      ([field, definition]) => {
+        const id = data[field]
+        return typeof id !== "string" || (previous !== null && id === previous[field])
+          ? Effect.succeed<ReadonlyArray<DetailItem>>([])
+          : referenceProblems(definition, [id], () => field)
+      }
+    ),
+    (lists) => lists.flat()
+  )
 
 const Anonymous = Schema.Struct({
   name: Text({ min: 1, max: 200 }),
@@ -154,6 +159,11 @@ export const tickets: ResourceDefinition = defineResource({
   plural: "tickets",
   path: "/support/tickets",
   tag: "Support",
+  // The requester's email; an anonymous contact's email, document and phone (a person who is no user).
+  personal: [
+    { path: ["user", "email"], person: ["user", "id"] },
+    ...["email", "document", "whatsapp"].map((field) => ({ path: ["anonymous", field], person: null }))
+  ],
   fields: {
     department_id: Schema.NullOr(Schema.String).annotations({ description: "The department it is routed to, or null." }),
     product_id: Schema.NullOr(Schema.String).annotations({ description: "The product it is about, or null." }),
@@ -188,19 +198,11 @@ export const tickets: ResourceDefinition = defineResource({
         if (body.anonymous == null) problems.push({ field: "anonymous", code: "required", reason: "required_without_user" })
       } else {
         if (body.anonymous != null) problems.push({ field: "anonymous", code: "invalid_value", reason: "conflicts_with_user" })
-        const record = yield* Effect.either(requireAccessible(USER_TYPE, "users.read", "user_id", body.user_id))
+        const record = yield* Effect.either(requireReference(users, "user_id", body.user_id))
         if (record._tag === "Left") problems.push(...record.left.details)
         else user = { id: record.right.id, name: (record.right.data.name ?? null) as Json, email: (record.right.data.email ?? null) as Json }
       }
-      for (const [field, type, capability] of [
-        ["department_id", DEPARTMENT_TYPE, "departments.read"],
-        ["product_id", PRODUCT_TYPE, "products.read"]
-      ] as const) {
-        const id = body[field]
-        if (typeof id !== "string") continue
-        const found = yield* Effect.either(requireAccessible(type, capability, field, id))
-        if (found._tag === "Left") problems.push(...found.left.details)
-      }
+      problems.push(...(yield* namedRecordProblems(body as JsonObject, null)))
       if (problems.length > 0) return yield* Effect.fail(apiError("validation_failed", { details: problems }))
       return {
         department_id: body.department_id ?? null,
@@ -238,16 +240,7 @@ export const tickets: ResourceDefinition = defineResource({
       Effect.gen(function* () {
         // A PATCH naming another department or product: the same rule as the creation's.
         if (previous === null) return
-        const problems: Array<DetailItem> = []
-        for (const [field, type, capability] of [
-          ["department_id", DEPARTMENT_TYPE, "departments.read"],
-          ["product_id", PRODUCT_TYPE, "products.read"]
-        ] as const) {
-          const id = data[field]
-          if (typeof id !== "string" || id === previous[field]) continue
-          const found = yield* Effect.either(requireAccessible(type, capability, field, id))
-          if (found._tag === "Left") problems.push(...found.left.details)
-        }
+        const problems = yield* namedRecordProblems(data, previous)
         if (problems.length > 0) return yield* Effect.fail(apiError("validation_failed", { details: problems }))
       })
   },
@@ -425,7 +418,6 @@ export const ticketViews = (items: ReadonlyArray<JsonObject>) =>
     const userIds = [...new Set(items.flatMap((item) => (item.user !== null && typeof item.user === "object" ? [String((item.user as JsonObject).id)] : [])))]
     const found = userIds.length === 0 ? [] : yield* records.getMany(caller.tenant, USER_TYPE, userIds).pipe(Effect.mapError(readUnavailable))
     const users = new Map(found.map((record) => [record.id, record]))
-    const everyone = caller.grant.get(READ_PERSONAL) === "all"
     return items.map((item): JsonObject => {
       const stored = item.user as JsonObject | null
       const anonymous = item.anonymous as JsonObject | null
@@ -433,23 +425,17 @@ export const ticketViews = (items: ReadonlyArray<JsonObject>) =>
       if (stored !== null && typeof stored === "object") {
         const id = String(stored.id)
         const live = users.get(id)
-        const shown = allows(caller.grant, READ_PERSONAL, id)
-        user = {
-          id,
-          name: (live?.data.name ?? stored.name ?? null) as Json,
-          email: shown ? ((live?.data.email ?? stored.email ?? null) as Json) : null
-        }
+        user = { id, name: (live?.data.name ?? stored.name ?? null) as Json, email: (live?.data.email ?? stored.email ?? null) as Json }
       }
-      return {
+      const current: JsonObject = {
         ...item,
         user,
         anonymous:
           anonymous === null || typeof anonymous !== "object"
             ? null
-            : everyone
-              ? { document: anonymous.document ?? null, email: anonymous.email ?? null, name: anonymous.name ?? null, whatsapp: anonymous.whatsapp ?? null }
-              : { document: null, email: null, name: anonymous.name ?? null, whatsapp: null }
+            : { document: anonymous.document ?? null, email: anonymous.email ?? null, name: anonymous.name ?? null, whatsapp: anonymous.whatsapp ?? null }
       }
+      return personalView(tickets.personal!, current, caller.grant)
     })
   })
 

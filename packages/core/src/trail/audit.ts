@@ -6,6 +6,7 @@
  */
 import { Clock, Effect } from "effect"
 import { Caller, Ids } from "../access/context.js"
+import type { Anchors } from "../access/scope.js"
 import { apiError, writeUnavailable } from "../errors/errors.js"
 import { contractRateLimits, type RateLimits } from "../limits/rate-limit.js"
 import { type Environment, type JsonObject, Records, type StoreUnavailable, type Tenant, type Where } from "../ports/store.js"
@@ -87,7 +88,9 @@ export const logRequest = (tenant: Tenant, entry: RequestLogEntry) =>
 export const recordChange = Effect.fnUntraced(function* (
   action: string,
   resource: { readonly object: string; readonly id: string },
-  changes: JsonObject | null = null
+  changes: JsonObject | null = null,
+  /** The resource's anchors (access/scope.ts), kept so a limited reader sees only the entries of what it reaches. */
+  anchors: Anchors = [resource.id]
 ) {
   const caller = yield* Caller
   const records = yield* Records
@@ -108,7 +111,8 @@ export const recordChange = Effect.fnUntraced(function* (
     request_id: caller.requestId,
     changes,
     environment: caller.tenant.environment,
-    created_at: formatTimestamp(now)
+    created_at: formatTimestamp(now),
+    scope_ids: [...anchors]
   } satisfies JsonObject
   yield* records
     .insert(caller.tenant, AUDIT_ENTRY_TYPE, id, entry)

@@ -23,19 +23,10 @@ import { FileStorage, type StorageUnavailable } from "../ports/file-storage.js"
 import { type AccessPath, housekeepingPath, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
 import { formatTimestamp, HOUR } from "../records/time.js"
 import { inOrder } from "../records/views.js"
-import { FILE_TYPE, fileFields, isExpiredFile } from "./uploads.js"
+import { FILE_TYPE, fileFields, isExpiredFile, loadLiveFile } from "./uploads.js"
 
 /** How long a certificate preview is kept: a preview is looked at, then made again. */
 export const CERTIFICATE_PREVIEW_TTL_MS = 24 * HOUR
-
-/** A file of the caller's tenant that is still there: 404 for an unknown, another tenant's or an expired one. */
-export const loadLiveFile = Effect.fn("Files.load")(function* (id: string) {
-  const caller = yield* Caller
-  const records = yield* Records
-  const record = yield* records.get(caller.tenant, FILE_TYPE, id).pipe(Effect.mapError(readUnavailable))
-  if (!record || isExpiredFile(record.data, yield* Clock.currentTimeMillis)) return yield* Effect.fail(apiError("not_found"))
-  return record
-})
 
 // ---------------------------------------------------------------------------------------
 // Validators and ranges

@@ -7,7 +7,8 @@
  */
 import { Clock, Effect, Schema, type Stream } from "effect"
 import { Caller, Ids } from "../access/context.js"
-import { type ApiError, apiError, fieldError, writeUnavailable } from "../errors/errors.js"
+import { type ApiError, apiError, fieldError, readUnavailable, writeUnavailable } from "../errors/errors.js"
+import { meetsRequirements, READ_PERSONAL, type Requirement, requirementsJson, storedRequirements } from "../access/scope.js"
 import { FileStorage, type StoredPart, type StorageUnavailable } from "../ports/file-storage.js"
 import { type AccessPath, housekeepingPath, type JsonObject, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
 import { isId } from "../records/ids.js"
@@ -446,7 +447,8 @@ const finishCompletion = Effect.fnUntraced(function* (claimed: StoredRecord, now
     sha256: object.sha256,
     created_at: at,
     expires_at: null,
-    storage_key: key
+    storage_key: key,
+    [FILE_REQUIRES]: requirementsJson(uploadRequirements(String(claimed.data.purpose)))
   } satisfies JsonObject
   const stored = yield* Effect.either(
     uow.transaction(
@@ -513,11 +515,37 @@ export const abandonUpload = Effect.fn("Uploads.abandon")(function* (id: string)
   return uploadView(saved, now)
 })
 
-export const getFile = Effect.fn("Files.get")(function* (id: string) {
+/**
+ * Where a file keeps what reading it needs beyond `files.read` (access/scope.ts, `Requirement`):
+ * a file inherits the access of what produced it. An export's file needs what the export needed
+ * (the resource's `<plural>.read` for the records it holds, and `users.read_personal` when it
+ * holds personal data); a certificate preview, its template's read; an uploaded import file,
+ * which may hold anyone's personal data, `imports.read` and `users.read_personal` for everyone.
+ * Files without requirements (images, documents) are the account's assets.
+ */
+export const FILE_REQUIRES = "requires"
+
+/** What reading an uploaded file needs, by its purpose. */
+const uploadRequirements = (purpose: string): ReadonlyArray<Requirement> =>
+  purpose === "import" ? [{ capability: "imports.read", resources: null }, { capability: READ_PERSONAL, resources: null }] : []
+
+/**
+ * A file of the caller's tenant that is still there and that the caller may read: 404 for an
+ * unknown, another tenant's, an expired one, or one whose requirements it does not meet (out of
+ * reach looks missing).
+ */
+export const loadLiveFile = Effect.fn("Files.load")(function* (id: string) {
   const caller = yield* Caller
   const records = yield* Records
-  const record = yield* records.get(caller.tenant, FILE_TYPE, id).pipe(Effect.mapError(writeUnavailable))
-  if (!record || isExpiredFile(record.data, yield* Clock.currentTimeMillis)) return yield* Effect.fail(apiError("not_found"))
+  const record = yield* records.get(caller.tenant, FILE_TYPE, id).pipe(Effect.mapError(readUnavailable))
+  if (!record || isExpiredFile(record.data, yield* Clock.currentTimeMillis) || !meetsRequirements(caller.grant, storedRequirements(record.data[FILE_REQUIRES]))) {
+    return yield* Effect.fail(apiError("not_found"))
+  }
+  return record
+})
+
+export const getFile = Effect.fn("Files.get")(function* (id: string) {
+  const record = yield* loadLiveFile(id)
   return inOrder(record.data, fileFields)
 })
 

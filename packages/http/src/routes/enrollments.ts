@@ -138,7 +138,7 @@ export const enrollmentsRoutes: ReadonlyArray<Operation> = [
     success: { status: 200, description: "The enrollment, `canceled`.", schema: EnrollmentSchema, headers: ["ETag"] },
     errors: ["state_conflict"],
     handler: ({ path }) =>
-      cancelEnrollment(path.enrollment_id!).pipe(
+      cancelEnrollment(path.enrollment_id!, { checkScope: true }).pipe(
         Effect.map((record) => ({ status: 200, body: { data: resourceView(enrollments, record) }, headers: { etag: resourceEtag(enrollments, record) } }))
       )
   }),
