@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import {
   awardPoints,
+  Caller,
+  type CallerInfo,
   createResource,
   formatId,
   gamificationRules,
@@ -29,8 +31,14 @@ const U2 = "usr_000000002"
 const products = Effect.all([P1, P2].map((id) => insert("product", id, { object: "product", id, name: `Course ${id}`, deleted: false })))
 const users = Effect.all([U1, U2].map((id) => insert("user", id, { object: "user", id, name: `Learner ${id}`, deleted: false })))
 
+// A rule's product must be readable by the caller that writes it (requireReference).
+const readsProducts: CallerInfo = { ...caller, grant: new Map([["products.read", "all"]]) }
+
 const rule = (body: { name?: string; trigger: string; points: number; product_id?: string | null; status?: string }) =>
-  atomically(createResource(gamificationRules, {}, { name: "Rule", ...body })).pipe(Effect.map((record) => record.id))
+  atomically(createResource(gamificationRules, {}, { name: "Rule", ...body })).pipe(
+    Effect.map((record) => record.id),
+    Effect.provideService(Caller, readsProducts)
+  )
 
 const award = (over: Partial<PointsAward> = {}) =>
   atomically(
@@ -257,7 +265,9 @@ describe("gamification rules", () => {
         yield* products
         const missing = yield* Effect.flip(rule({ trigger: "lesson_completed", points: 1, product_id: "prd_000000009" }))
         const id = yield* rule({ trigger: "lesson_completed", points: 1, product_id: P1 })
-        const moved = yield* Effect.flip(atomically(updateResource(gamificationRules, {}, id, { product_id: "prd_000000009" }, undefined)))
+        const moved = yield* Effect.flip(
+          atomically(updateResource(gamificationRules, {}, id, { product_id: "prd_000000009" }, undefined)).pipe(Effect.provideService(Caller, readsProducts))
+        )
         return { missing, moved }
       })
     )
