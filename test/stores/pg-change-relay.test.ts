@@ -245,6 +245,15 @@ describe("two instances on one database, streams polling once a minute [postgres
     stream.close()
   })
 
+  it("an idle relay keeps its LISTEN connection: its own ping, heard while it is sent, counts", async () => {
+    await waitFor("both relays to listen", async () => (await listeners()).length === 2)
+    const before = await listeners()
+    // Thirty heartbeats without a write: each silent heartbeat pings the relay itself, and a
+    // ping heard at once must not be taken for silence (a new backend would say it was).
+    await new Promise((resolve) => setTimeout(resolve, 30 * (HEARTBEAT.heartbeatMs ?? 0)))
+    expect(await listeners()).toEqual(before)
+  })
+
   it("a relay whose LISTEN backend is terminated subscribes again: later writes through B still wake A's stream", async () => {
     const stream = await openStream(a, secret)
     await waitFor("both relays to listen", async () => (await listeners()).length === 2)

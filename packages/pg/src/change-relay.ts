@@ -145,17 +145,15 @@ export const makePgChangeRelay = (options: PgChangeRelayOptions = {}) =>
               return yield* Effect.fail("LISTEN did not start")
             }
           }
-          let pinged = false
           for (;;) {
             heard = false
             yield* Effect.sleep(heartbeatMs)
-            if (heard) {
-              pinged = false
-              continue
-            }
-            if (pinged) return yield* Effect.fail("LISTEN connection silent")
+            if (heard) continue
+            // A heartbeat of silence: ping, and give the ping one heartbeat to come back. `heard`
+            // is not reset after the ping: its echo often arrives before the ping's own answer.
             yield* pingSelf
-            pinged = true
+            yield* Effect.sleep(heartbeatMs)
+            if (!heard) return yield* Effect.fail("LISTEN connection silent")
           }
         })
         // The listening side is disconnected: dropping a subscription whose connection hangs
