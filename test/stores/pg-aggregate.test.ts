@@ -59,7 +59,13 @@ const declared = (path: AccessPath): AccessPath => {
   return found
 }
 
-const cases: ReadonlyArray<{ readonly name: string; readonly type: string; readonly query: AggregateQuery; readonly path: AccessPath }> = [
+const cases: ReadonlyArray<{
+  readonly name: string
+  readonly type: string
+  readonly query: AggregateQuery
+  readonly path: AccessPath
+  readonly alsoServedBy?: AccessPath
+}> = [
   {
     name: "rankings by products: the ledger of some products, summed per learner, a page by the sum",
     type: "point_entry",
@@ -101,8 +107,10 @@ const cases: ReadonlyArray<{ readonly name: string; readonly type: string; reado
       groupBy: ["exam_id"],
       measures: [{ kind: "count" }, { kind: "count", filter: [{ field: "passed", op: "eq", value: true }] }, { kind: "avg", field: "grade" }]
     },
-    // The attempts' own path (their list under an exam) serves it.
-    path: listPath("exam_attempt", ["exam_id", "deleted"], [{ field: "id", kind: "text" }])
+    // The attempts' own path (their list under an exam) serves it, or their list by exam and
+    // user, which leads with the exam as well.
+    path: listPath("exam_attempt", ["exam_id", "deleted"], [{ field: "id", kind: "text" }]),
+    alsoServedBy: listPath("exam_attempt", ["exam_id", "deleted", "user_id"], [{ field: "id", kind: "text" }])
   },
   {
     name: "certificates: those issued in a range, per product",
@@ -141,7 +149,8 @@ layer(StoresLive, { excludeTestServices: true, timeout: "120 seconds" })("pg agg
           const sql = yield* SqlClient.SqlClient
           const plan = yield* planOf(yield* aggregateStatement(sql, tenant, c.type, c.query))
           expect(plan.seqScans).toBe(0)
-          expect(plan.indexes).toContain(indexOf(c.path))
+          const serving = [c.path, ...(c.alsoServedBy ? [c.alsoServedBy] : [])].map(indexOf)
+          expect(plan.indexes.some((name) => serving.includes(name)), plan.text).toBe(true)
           // And it answers: the figures of the tenant only.
           const records = yield* Records
           const rows = yield* records.aggregate(tenant, c.type, c.query)

@@ -160,7 +160,9 @@ const cases: ReadonlyArray<Case> = [
     query: { where: [live, { field: "product_id", op: "in", values: [product(3), product(7)] }, active], sort: newestFirst, limit: 51 },
     path: enrollmentsByProduct,
     ranges: 1,
-    anySorts: true
+    // Two products of a hundred: with the statistics of the type's own partition, the planner
+    // walks the `status` index in order for the `= ANY` read too, as for three.
+    anySorts: false
   },
   {
     name: "three products, oldest first, after a position",

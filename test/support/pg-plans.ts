@@ -17,18 +17,28 @@ export interface PlanNode {
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
+/** `records`, or one of its partitions (`records_t_<type>`, `records_default`). */
+const isRecordsRelation = (name: string | undefined): boolean => name === "records" || (name?.startsWith("records_") ?? false)
+
 /** A node and every node below it. */
 export const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
 
-/** The plan of `statement`: its sequential scans of `records`, the indexes it reads, its nodes and its JSON. */
-export const planOf = (statement: Statement<unknown>) =>
+/** The plan of `statement`: its sequential scans of `records` (of any of its partitions), the indexes it reads, its nodes and its JSON. */
+export const planOf = (statement: Statement<unknown>, options: { readonly seqScans?: "priced" | "last resort" } = {}) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>`EXPLAIN (FORMAT JSON) ${statement}`
+    const explain = sql<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>`EXPLAIN (FORMAT JSON) ${statement}`
+    // "last resort": whether an index can serve the statement at all, whatever the size of the
+    // table: a partition of a few thousand rows is cheaper to read whole, and the planner says
+    // so, where a school's table of millions is not (`enable_seqscan = off` keeps a sequential
+    // scan only where no index applies).
+    const rows = options.seqScans === "last resort"
+      ? yield* sql.withTransaction(Effect.zipRight(sql`SET LOCAL enable_seqscan = off`, explain))
+      : yield* explain
     const plan = rows[0]!["QUERY PLAN"][0]!.Plan
     const nodes = nodesOf(plan)
     return {
-      seqScans: nodes.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "records").length,
+      seqScans: nodes.filter((n) => n["Node Type"] === "Seq Scan" && isRecordsRelation(n["Relation Name"])).length,
       indexes: nodes.flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])),
       nodes,
       text: JSON.stringify(plan)

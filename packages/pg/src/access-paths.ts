@@ -1,8 +1,16 @@
 /**
  * Access paths are indexes (docs/architecture.md): every access path of the release
  * (`accessPaths` of `@syllabus/core`: the lists the resource descriptions declare, and the
- * housekeeping reads) is a partial index of `records` on the type, over the expressions the
+ * housekeeping reads) is an index of the records of its type, over the expressions the
  * statements use (`expressions.ts`).
+ *
+ * `records` is partitioned by type (`PARTITION BY LIST (type)`): each type with access paths has
+ * a partition of its own (`records_t_<type>`) holding its own indexes and statistics, and every
+ * other type shares the default partition (`records_default`), which has only its key. A
+ * statement names its type as a literal, so the planner prunes to one partition and weighs only
+ * that type's indexes: what a statement costs to plan does not grow with the number of types
+ * and paths of the release (with every path a partial index of one table, it did: 240 indexes
+ * weighed by a primary-key read).
  *
  * - `ordered`: a btree on `(account_id, environment, <equals…>, <order…>)` for a tenant's
  *   lists (`<order…>` ends with `id`, the keyset tie-break), on `(<equals…>, <order…>)` for
@@ -10,22 +18,23 @@
  * - `search`: a GIN on `(account_id, environment, lower(<field>) gin_trgm_ops)` (`btree_gin`
  *   for the tenant columns), which answers `contains`.
  *
- * Beside the indexes, statistics: PostgreSQL ignores the expression statistics of partial
- * indexes, and without any it guesses 0.5% for `(data -> 'deleted') = false` or a search, and
- * a plan built on such guesses walks a whole tenant. So each expression of a path has its
- * extended statistics (`CREATE STATISTICS … ON (<expr>)`), and the tenant columns with the
- * type theirs (a tenant's share of a type is not the product of the two shares).
+ * Beside the indexes, statistics: without any, PostgreSQL guesses 0.5% for
+ * `(data -> 'deleted') = false` or a search, and a plan built on such guesses walks a whole
+ * tenant. So each expression of a path has its extended statistics on its partition
+ * (`CREATE STATISTICS … ON (<expr>)`), and the tenant columns theirs (a tenant's share of a type
+ * is not the product of the two shares).
  *
- * The indexes carry a reserved prefix and a hash of their definition in their name:
- * `syncAccessPathIndexes` (run by `migrate`, under its lock) creates those missing and drops
- * those of the prefix that no path asks for any more. So a description and its indexes never
- * drift: adding a filter, a sort or a resource adds its index at the next start.
+ * Partitions, indexes and statistics follow the resource descriptions at every start
+ * (`syncRecordPartitions`, `syncAccessPathIndexes`, run by `migrate` under its lock): a new type
+ * with paths gets its partition (its rows, if an older release left some in the default
+ * partition, move into it); the indexes carry a reserved prefix and a hash of their definition
+ * in their name, so those missing are created and those no path asks for any more are dropped.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { type AccessPath, accessPaths, type SortSpec, type Where } from "@syllabus/core"
 import { Effect } from "effect"
-import { jsonExpr, orderExpr, searchExpr, typeCondition } from "./expressions.js"
+import { isSqlName, jsonExpr, orderExpr, searchExpr } from "./expressions.js"
 
 /** The names of the indexes this module owns; no other index of `records` may start with it. */
 export const accessPathIndexPrefix = "records_ap_"
@@ -33,7 +42,7 @@ export const accessPathIndexPrefix = "records_ap_"
 export interface AccessPathIndex {
   /** `records_ap_<type>_<hash of the definition>`, at most 63 characters. */
   readonly name: string
-  /** What follows `CREATE INDEX <name>`: `ON records … WHERE type = '<type>'`. */
+  /** What follows `CREATE INDEX <name>`: `ON records_t_<type> …`. */
   readonly definition: string
 }
 
@@ -50,12 +59,25 @@ const hash = (text: string): string => {
   return h.toString(16).padStart(8, "0")
 }
 
+/** The partition of the types without access paths (and of any type a release does not know). */
+export const defaultRecordPartition = "records_default"
+
+/** The partition of the records of `type` (a type with access paths; a SQL name). */
+export const partitionOf = (type: string): string => {
+  if (!isSqlName(type)) throw new Error(`Records: invalid record type ${JSON.stringify(type)}`)
+  const name = `records_t_${type}`
+  // PostgreSQL cuts names at 63 bytes: a longer type keeps a hash of its whole name.
+  return name.length <= 63 ? name : `${name.slice(0, 54)}_${hash(type)}`
+}
+
+/** The types that have a partition of their own: those with access paths, in a stable order. */
+export const partitionedTypes = (paths: ReadonlyArray<AccessPath> = accessPaths()): ReadonlyArray<string> =>
+  [...new Set(paths.map((path) => path.type))].sort()
+
 const definitionOf = (path: AccessPath): string => {
   const tenant = path.scope === "tenant" ? ["account_id", "environment"] : []
   if (path.kind === "search") {
-    return `ON records USING gin (${[...tenant, `(${searchExpr(path.field)}) gin_trgm_ops`].join(", ")}) WHERE ${
-      typeCondition(path.type)
-    }`
+    return `ON ${partitionOf(path.type)} USING gin (${[...tenant, `(${searchExpr(path.field)}) gin_trgm_ops`].join(", ")})`
   }
   const columns = [
     ...tenant,
@@ -63,7 +85,7 @@ const definitionOf = (path: AccessPath): string => {
     // NULLS FIRST: the order of `Records.list` ascending (and, read backwards, descending).
     ...path.order.map(({ field, kind }) => field === "id" ? "id" : `${orderExpr(field, kind)} NULLS FIRST`)
   ]
-  return `ON records (${columns.join(", ")}) WHERE ${typeCondition(path.type)}`
+  return `ON ${partitionOf(path.type)} (${columns.join(", ")})`
 }
 
 const expressionsOf = (path: AccessPath): ReadonlyArray<string> =>
@@ -74,15 +96,19 @@ const expressionsOf = (path: AccessPath): ReadonlyArray<string> =>
       ...path.order.flatMap(({ field, kind }) => field === "id" ? [] : [orderExpr(field, kind)])
     ]
 
-/** The statistics objects of `paths`: one per distinct expression, and the tenant with the type. */
+/**
+ * The statistics objects of `paths`, each on its type's partition: one per distinct expression,
+ * and the tenant columns (with the type, on the default partition).
+ */
 export const accessPathStatistics = (paths: ReadonlyArray<AccessPath> = accessPaths()): ReadonlyArray<AccessPathIndex> => {
   const byName = new Map<string, AccessPathIndex>()
   const add = (definition: string) => {
     const name = `${accessPathStatisticsPrefix}${hash(definition)}`
     byName.set(name, { name, definition })
   }
-  add("(mcv, dependencies) ON account_id, environment, type FROM records")
-  for (const path of paths) for (const expression of expressionsOf(path)) add(`ON (${expression}) FROM records`)
+  add(`(mcv, dependencies) ON account_id, environment, type FROM ${defaultRecordPartition}`)
+  for (const type of partitionedTypes(paths)) add(`(mcv, dependencies) ON account_id, environment FROM ${partitionOf(type)}`)
+  for (const path of paths) for (const expression of expressionsOf(path)) add(`ON (${expression}) FROM ${partitionOf(path.type)}`)
   return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
 
@@ -166,7 +192,7 @@ export const syncAccessPathIndexes = (
     const existing = yield* sql<{ readonly name: string; readonly valid: boolean }>`
       SELECT c.relname AS name, i.indisvalid AS valid
       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-      WHERE i.indrelid = 'records'::regclass AND starts_with(c.relname, ${accessPathIndexPrefix})`
+      WHERE i.indrelid IN (${partitionsQuery(sql)}) AND starts_with(c.relname, ${accessPathIndexPrefix})`
     const wanted = new Set(indexes.map((index) => index.name))
     const empty = (yield* sql<{ readonly empty: boolean }>`SELECT NOT EXISTS (SELECT 1 FROM records) AS empty`)[0]?.empty ?? false
     const concurrently = empty ? "" : " CONCURRENTLY"
@@ -179,7 +205,8 @@ export const syncAccessPathIndexes = (
     }
     const existingStatistics = yield* sql<{ readonly name: string }>`
       SELECT stxname AS name FROM pg_statistic_ext
-      WHERE stxrelid = 'records'::regclass AND starts_with(stxname, ${accessPathStatisticsPrefix})`
+      WHERE (stxrelid = 'records'::regclass OR stxrelid IN (${partitionsQuery(sql)}))
+        AND starts_with(stxname, ${accessPathStatisticsPrefix})`
     const wantedStatistics = new Set(statistics.map((s) => s.name))
     for (const { name } of existingStatistics) {
       if (!wantedStatistics.has(name)) yield* sql.unsafe(`DROP STATISTICS IF EXISTS ${name}`)
@@ -190,3 +217,45 @@ export const syncAccessPathIndexes = (
     if (created.length > 0 || newStatistics.length > 0) yield* sql`ANALYZE records`
     return { created: created.map((index) => index.name), dropped }
   }).pipe(Effect.withSpan("PgAccessPaths.sync"))
+
+/** The partitions of `records`, as a subquery of their OIDs. */
+const partitionsQuery = (sql: SqlClient.SqlClient) => sql`SELECT inhrelid FROM pg_inherits WHERE inhparent = 'records'::regclass`
+
+/**
+ * Give each type of `types` its partition of `records`. A type an older release kept in the
+ * default partition has its rows (and their unique keys) moved into its new partition, in one
+ * transaction: PostgreSQL refuses a partition for a value the default partition still holds,
+ * and deleting those rows there cascades to their keys, which are put back after them.
+ * Run by one process at a time (`migrate` holds its advisory lock).
+ */
+export const syncRecordPartitions = (
+  types: ReadonlyArray<string> = partitionedTypes()
+): Effect.Effect<{ readonly created: ReadonlyArray<string> }, SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const existing = new Set(
+      (yield* sql<{ readonly name: string }>`SELECT c.relname AS name FROM pg_class c WHERE c.oid IN (${partitionsQuery(sql)})`)
+        .map((row) => row.name)
+    )
+    const created: Array<string> = []
+    for (const type of types) {
+      const partition = partitionOf(type)
+      if (existing.has(partition)) continue
+      yield* sql.withTransaction(Effect.gen(function*() {
+        const [held] = yield* sql<{ readonly held: boolean }>`
+          SELECT EXISTS (SELECT 1 FROM ${sql(defaultRecordPartition)} WHERE type = ${type}) AS held`
+        if (held?.held) {
+          yield* sql`CREATE TEMPORARY TABLE moving_records ON COMMIT DROP AS SELECT * FROM ${sql(defaultRecordPartition)} WHERE type = ${type}`
+          yield* sql`CREATE TEMPORARY TABLE moving_keys ON COMMIT DROP AS SELECT * FROM record_keys WHERE type = ${type}`
+          yield* sql`DELETE FROM ${sql(defaultRecordPartition)} WHERE type = ${type}`
+        }
+        yield* sql.unsafe(`CREATE TABLE ${partition} PARTITION OF records FOR VALUES IN ('${type}')`)
+        if (held?.held) {
+          yield* sql`INSERT INTO records SELECT * FROM moving_records`
+          yield* sql`INSERT INTO record_keys SELECT * FROM moving_keys`
+        }
+      }))
+      created.push(partition)
+    }
+    return { created }
+  }).pipe(Effect.withSpan("PgAccessPaths.syncPartitions"))

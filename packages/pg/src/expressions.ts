@@ -43,5 +43,5 @@ export const searchExpr = (field: string): string =>
 export const orderExpr = (field: string, kind: "text" | "number"): string =>
   field === "id" ? "id" : kind === "number" ? numericExpr(field) : stringExpr(field)
 
-/** `type = '<type>'`: a literal, so that the planner can match the partial indexes of the type. */
+/** `type = '<type>'`: a literal, so that the planner prunes `records` to the type's partition while it plans. */
 export const typeCondition = (type: string): string => `type = '${checked(type)}'`

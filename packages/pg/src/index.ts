@@ -25,7 +25,10 @@ export {
   type AccessPathIndex,
   accessPathStatistics,
   accessPathIndexPrefix,
-  syncAccessPathIndexes
+  defaultRecordPartition,
+  partitionOf,
+  syncAccessPathIndexes,
+  syncRecordPartitions
 } from "./access-paths.js"
 export { CHANGE_CHANNEL, makePgChangeRelay, PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
 export { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"

@@ -7,7 +7,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { syncAccessPathIndexes } from "./access-paths.js"
+import { defaultRecordPartition, syncAccessPathIndexes, syncRecordPartitions } from "./access-paths.js"
 
 const initial = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -84,10 +84,46 @@ const accessPathExtensions = Effect.gen(function*() {
   yield* sql`CREATE EXTENSION IF NOT EXISTS btree_gin`
 })
 
+/**
+ * `records` partitioned by type (`access-paths.ts` says why): the table of `1_initial` is
+ * replaced by a partitioned one with the same columns and key, with a partition for each type
+ * of the release's access paths and a default one for the others, and its rows are copied in.
+ * The unique keys' foreign key follows the new table.
+ */
+const recordsByType = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const foreignKeys = yield* sql<{ readonly name: string }>`
+    SELECT conname AS name FROM pg_constraint WHERE conrelid = 'record_keys'::regclass AND contype = 'f'`
+  for (const { name } of foreignKeys) yield* sql`ALTER TABLE record_keys DROP CONSTRAINT ${sql(name)}`
+  yield* sql`ALTER TABLE records RENAME TO records_unpartitioned`
+  yield* sql`ALTER INDEX records_pkey RENAME TO records_unpartitioned_pkey`
+  yield* sql`
+    CREATE TABLE records (
+      account_id  text NOT NULL,
+      environment text NOT NULL,
+      type        text NOT NULL,
+      id          text COLLATE "C" NOT NULL,
+      revision    integer NOT NULL,
+      data        jsonb NOT NULL,
+      PRIMARY KEY (account_id, environment, type, id)
+    ) PARTITION BY LIST (type)`
+  yield* sql`CREATE TABLE ${sql(defaultRecordPartition)} PARTITION OF records DEFAULT`
+  // Retention (`prune`) of a type without a partition reads its rows across tenants.
+  yield* sql`CREATE INDEX records_default_type ON ${sql(defaultRecordPartition)} (type)`
+  yield* syncRecordPartitions()
+  yield* sql`
+    INSERT INTO records (account_id, environment, type, id, revision, data)
+    SELECT account_id, environment, type, id, revision, data FROM records_unpartitioned`
+  yield* sql`DROP TABLE records_unpartitioned`
+  yield* sql`
+    ALTER TABLE record_keys ADD FOREIGN KEY (account_id, environment, type, id) REFERENCES records ON DELETE CASCADE`
+})
+
 /** The migrations of `@syllabus/pg`, for `Migrator.fromRecord`. */
 export const PgMigrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_initial": initial,
-  "2_access_path_extensions": accessPathExtensions
+  "2_access_path_extensions": accessPathExtensions,
+  "3_records_by_type": recordsByType
 }
 
 /** The table the Migrator records applied migrations in. */
@@ -99,9 +135,9 @@ const migrationLockKey = 7_305_512_001
 const runMigrator = Migrator.make({})
 
 /**
- * Apply the pending migrations, then bring the access-path indexes in step with the resource
- * descriptions (`syncAccessPathIndexes`). Several processes may start at once on one
- * database: the Migrator's own bootstrap (create its table if missing) is not safe against
+ * Apply the pending migrations, then bring the partitions of `records` and the access-path
+ * indexes in step with the resource descriptions (`syncRecordPartitions`, `syncAccessPathIndexes`).
+ * Several processes may start at once on one database: the Migrator's own bootstrap (create its table if missing) is not safe against
  * that, so the whole run holds a session-level advisory lock on a reserved connection. The
  * Migrator runs on other connections of the pool, which therefore needs at least two.
  */
@@ -117,6 +153,7 @@ export const migrate: Effect.Effect<
     () => Effect.ignore(lockConnection.executeUnprepared("SELECT pg_advisory_unlock($1)", [migrationLockKey], undefined))
   )
   const applied = yield* runMigrator({ loader: Migrator.fromRecord(PgMigrations), table: migrationsTable })
+  yield* syncRecordPartitions()
   yield* syncAccessPathIndexes()
   return applied
 }).pipe(Effect.scoped, Effect.withSpan("PgMigrations.migrate"))

@@ -67,8 +67,15 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
   const json = (field: string) => sql.literal(jsonExpr(field))
   const numeric = (field: string) => sql.literal(numericExpr(field))
   const string = (field: string) => sql.literal(stringExpr(field))
-  /** A type that is not a SQL name (no record of the contract) is a parameter: no index of ours has it. */
-  const ofType = (type: string) => isSqlName(type) ? sql.literal(typeCondition(type)) : sql`type = ${type}`
+  /**
+   * The type as a literal, so that the planner prunes `records` to its partition while it plans
+   * (`qualifier`: a table alias). A type that is not a SQL name (no record of the contract) is a
+   * parameter: it lives in the default partition.
+   */
+  const ofType = (type: string, qualifier?: string) => {
+    const column = qualifier === undefined ? "type" : `${qualifier}.type`
+    return isSqlName(type) ? sql.literal(`${qualifier === undefined ? "" : `${qualifier}.`}${typeCondition(type)}`) : sql`${sql.literal(column)} = ${type}`
+  }
 
   const comparators = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const
 
@@ -210,7 +217,7 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
       ), removed AS (
         DELETE FROM records USING due
         WHERE records.account_id = due.account_id AND records.environment = due.environment
-          AND records.type = due.type AND records.id = due.id
+          AND ${ofType(type, "records")} AND records.id = due.id
         RETURNING 1
       )
       SELECT count(*) AS count FROM removed`
@@ -281,7 +288,7 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
     return sql<Record<string, Json>>`SELECT * FROM (${grouped}) AS g ${bound} ${orderBy} ${limit}`
   }
 
-  return { columns, json, filter, list, scan, prune, aggregate }
+  return { columns, json, filter, ofType, list, scan, prune, aggregate }
 }
 
 /** The SQL `Records.aggregate` runs (after checking the field names): for `EXPLAIN`. */
@@ -353,10 +360,10 @@ const insertOrder = (keys: ReadonlyArray<UniqueKey>): ReadonlyArray<UniqueKey> =
 
 export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
   const statements = makeRecordStatements(sql)
-  const { columns, filter, json } = statements
+  const { columns, filter, json, ofType } = statements
 
   const recordKey = (tenant: Tenant, type: string, id: string) =>
-    sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND type = ${type} AND id = ${id}`
+    sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND ${ofType(type)} AND id = ${id}`
 
   // --- unique keys ----------------------------------------------------------------------------
 
@@ -403,7 +410,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     if (ids.length === 0) return []
     const rows = yield* unavailable(sql<RecordRow>`
       SELECT ${columns} FROM records
-      WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND type = ${type}
+      WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND ${ofType(type)}
         AND id = ANY(${[...new Set(ids)]}::text[])`)
     return rows.map(toRecord)
   })
@@ -417,7 +424,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       SELECT r.account_id, r.environment, r.type, r.id, r.revision, r.data
       FROM record_keys k
       JOIN records r USING (account_id, environment, type, id)
-      WHERE ${keyLookup(tenant)} AND k.type = ${type} AND k.name = ${key.name} AND k.value = ${key.value}`)
+      WHERE ${keyLookup(tenant)} AND k.type = ${type} AND ${ofType(type, "r")} AND k.name = ${key.name} AND k.value = ${key.value}`)
     return rows[0] === undefined ? undefined : toRecord(rows[0])
   })
 
