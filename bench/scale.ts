@@ -221,7 +221,7 @@ const preparePg = async (scope: Scope.Scope): Promise<PgPrepared> => {
   // Loaded without the access-path indexes: the server's start creates them, as after an upgrade.
   const indexes = (await exec(
     `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-     WHERE i.indrelid = 'records'::regclass AND starts_with(c.relname, 'records_ap_')`
+     WHERE i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'records'::regclass) AND starts_with(c.relname, 'records_ap_')`
   )) as ReadonlyArray<{ name: string }>
   for (const { name } of indexes) await exec(`DROP INDEX ${name}`)
   log(`PostgreSQL: dropped ${indexes.length} access-path indexes before the load`)
