@@ -31,7 +31,7 @@ import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { createServer, type Server } from "node:http"
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net"
 import { describe, expect, it } from "vitest"
-import { eachStore, type Harness } from "../support/harness.js"
+import { eachStore, type Harness, listenLocalReceiver } from "../support/harness.js"
 import { eventually } from "../support/eventually.js"
 import { freshPgDatabase } from "../support/pg.js"
 
@@ -78,7 +78,7 @@ const deadReceiver = async (): Promise<DeadReceiver> => {
     })
     socket.on("error", () => undefined)
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await listenLocalReceiver(server)
   const port = (server.address() as AddressInfo).port
   return {
     url: (path) => `http://127.0.0.1:${port}${path}`,
@@ -102,7 +102,7 @@ const liveReceiver = async () => {
       res.writeHead(200).end("ok")
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await listenLocalReceiver(server)
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     received,

@@ -26,8 +26,8 @@ let subdomains = 0
 const freshSubdomain = (prefix: string) => `${prefix}-${process.pid}-${Date.now()}-${++subdomains}`
 
 /** The operation once finished, read with the client of its account. */
-const settled = async (client: Client, operationId: string) => {
-  for (let i = 0; i < 150; i++) {
+const settled = async (client: Client, operationId: string, polls = 150) => {
+  for (let i = 0; i < polls; i++) {
     const op = (await client.get(`/operations/${operationId}`)).body.data
     if (op.status === "succeeded" || op.status === "failed") return op
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -234,6 +234,37 @@ eachStore("configuration plans", (h) => {
     expect((await client.post("/tags", { name: "late" })).status).toBe(201)
     expectError(await client.post(`/configuration/plans/${creating.id}/applications`), 409, "plan_stale", { field: "changes[0]", reason: "exists" })
   })
+
+  it("a plan of 1,000 changes is checked in bulk at its application: a read changed on any page, or a key taken under a product, is 409 plan_stale; else 202", async () => {
+    const client = await fresh(h())
+    const modules = (count: number, description: string) => Array.from({ length: count }, (_, i) => ({ name: `Module ${i}`, description }))
+    const big = (count: number, description: string) => ({ showcases: [{ name: "Big" }], products: [{ external_id: "big-1", name: "Big", format: "course", showcase: "Big", modules: modules(count, description) }] })
+    const first = await plan(client, big(600, "first"))
+    const started = await client.post(`/configuration/plans/${first.id}/applications`)
+    expect(started.status, started.text).toBe(202)
+    expect((await settled(client, started.body.data.id, 1200)).status).toBe("succeeded")
+    const product = (await client.get("/products?external_id=big-1")).body.data[0] ?? byName((await client.get("/products")).body.data, "Big")
+    const all: Array<any> = []
+    for (let cursor: string | null = null; ; ) {
+      const page: any = (await client.get(`/products/${product.id}/modules?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)).body
+      all.push(...page.data)
+      cursor = page.page.next_cursor
+      if (!cursor) break
+    }
+    expect(all).toHaveLength(600)
+    // 600 updates (reads past the first page of 500) and 400 creates.
+    const second = await plan(client, big(1000, "second"))
+    expect(second.summary).toMatchObject({ create: 400, update: 600 })
+    const late = all.find((m) => m.name === "Module 580")!
+    expect((await client.patch(`/products/${product.id}/modules/${late.id}`, { description: "changed meanwhile" })).status).toBe(200)
+    expectError(await client.post(`/configuration/plans/${second.id}/applications`), 409, "plan_stale")
+    expect((await client.get(`/products/${product.id}/modules/${late.id}`)).body.data.description).toBe("changed meanwhile")
+    // 1,000 creates, the last one's key taken since: found among the kind's keys, read once.
+    const tags = await plan(client, { tags: Array.from({ length: 1000 }, (_, i) => ({ name: `bulk-${i}` })) })
+    expect((await client.post("/tags", { name: "bulk-999" })).status).toBe(201)
+    expectError(await client.post(`/configuration/plans/${tags.id}/applications`), 409, "plan_stale", { field: "changes[999]", reason: "exists" })
+    expect((await client.get(`/configuration/plans/${tags.id}`)).body.data.status).toBe("planned")
+  }, 180_000)
 
   it("409 plan_expired one hour after the plan, by the clock; its status reads expired; the housekeeping removes it a day later", async () => {
     const client = await fresh(h())

@@ -18,7 +18,7 @@ import { expectError } from "../support/expect.js"
 import { eachStore, type Harness } from "../support/harness.js"
 
 const dns = makeMemoryDns()
-const PLATFORM_HOST = "syllabus.test"
+const PLATFORM_HOST = "platform-syllabus.dev"
 
 let counter = 0
 const unique = () => `${Date.now().toString(36)}${(++counter).toString(36)}${randomBytes(3).toString("hex")}`
@@ -110,7 +110,41 @@ eachStore(
       const longest = `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(41)}`
       expect(longest).toHaveLength(233)
       expect((await client.post("/domains", { hostname: longest })).status).toBe(201)
-      expect((await client.post("/domains", { hostname: `xn--${unique()}.example.com` })).status).toBe(201)
+      // Valid IDNs in punycode (bücher, рф).
+      expect((await client.post("/domains", { hostname: `xn--bcher-kva.${unique()}.com` })).status).toBe(201)
+      expect((await client.post("/domains", { hostname: `learn-${unique()}.xn--p1ai` })).status).toBe(201)
+    })
+
+    it("special-use names (RFC 6761 and friends, the clouds' metadata names) and invalid IDNs: 422 on hostname with the reason", async () => {
+      const { client } = await newAccount(h())
+      const specialUse = [
+        "foo.localhost",
+        "printer.local",
+        "a.b.local.",
+        "metadata.google.internal",
+        "instance-data.ec2.internal",
+        "api.internal",
+        "site.test",
+        "x.invalid",
+        "www.example",
+        "hidden.onion",
+        "router.home.arpa"
+      ]
+      for (const name of specialUse) {
+        expectError(await client.post("/domains", { hostname: name }), 422, "validation_failed", { field: "hostname", code: "invalid_value", reason: "special_use" })
+      }
+      const invalidIdn = [
+        "xn--zz.example.com", // not punycode at all
+        "xn--a.example.com",
+        "xn--ls8h.example.com", // an emoji: no IDN
+        "xn--bcherkva.example.com", // decodes to symbols
+        "xn--ab-cd.example.com", // not punycode either
+        "ab--cd.example.com" // `--` at 3–4 without xn: reserved
+      ]
+      for (const name of invalidIdn) {
+        expectError(await client.post("/domains", { hostname: name }), 422, "validation_failed", { field: "hostname", code: "invalid_value", reason: "invalid_idn" })
+      }
+      expect((await client.get("/domains")).body.data).toEqual([])
     })
 
     it("the platform's own host and names under it: 422 domain_rule_violation, reason platform_host", async () => {
@@ -123,30 +157,66 @@ eachStore(
       expect((await client.get("/domains")).body.data.map((d: any) => d.hostname)).toEqual([`not${PLATFORM_HOST}`])
     })
 
-    it("a host name is unique across every account: 409 already_exists on hostname; removing a domain frees it at once", async () => {
+    it("a pending claim holds nothing across accounts: the first to verify owns the name (409 elsewhere after, the other claim fails verified_elsewhere); removing it frees the name", async () => {
       const first = await newAccount(h())
       const second = await newAccount(h())
       const name = hostname()
-      const domain = await created(first.client.post("/domains", { hostname: name }))
+      const squatted = await created(first.client.post("/domains", { hostname: name }))
       expectError(await first.client.post("/domains", { hostname: name.toUpperCase() }), 409, "already_exists", { field: "hostname" })
-      expectError(await second.client.post("/domains", { hostname: name }), 409, "already_exists", { field: "hostname" })
-      expect((await second.client.get("/domains")).body.data).toEqual([])
-      expect((await first.client.del(`/domains/${domain.id}`)).status).toBe(204)
-      const taken = await created(second.client.post("/domains", { hostname: name }))
+      // The real owner is not kept out by another account's pending claim, and its proof wins.
+      const owned = await created(second.client.post("/domains", { hostname: name }))
+      expect(owned.verification.record_value).not.toBe(squatted.verification.record_value)
+      dns.setTxt(owned.verification.record_name, [owned.verification.record_value, squatted.verification.record_value])
+      expect((await second.client.post(`/domains/${owned.id}/verifications`)).body.data).toMatchObject({ status: "active", primary: true })
+      const lost = await first.client.post(`/domains/${squatted.id}/verifications`)
+      expect(lost.status, lost.text).toBe(200)
+      expect(lost.body.data).toMatchObject({ status: "failed", primary: false, verified_at: null, verification: { failure_reason: "verified_elsewhere" } })
+      // Owned: nobody else may claim it now.
+      const third = await newAccount(h())
+      expectError(await third.client.post("/domains", { hostname: name }), 409, "already_exists", { field: "hostname" })
+      expect((await third.client.get("/domains")).body.data).toEqual([])
+      expect((await first.client.del(`/domains/${squatted.id}`)).status).toBe(204)
+      expect((await second.client.del(`/domains/${owned.id}`)).status).toBe(204)
+      const taken = await created(third.client.post("/domains", { hostname: name }))
       expect(taken.hostname).toBe(name)
       // Another account's domain is not found here.
       expectError(await first.client.get(`/domains/${taken.id}`), 404, "not_found")
       expectError(await first.client.post(`/domains/${taken.id}/verifications`), 404, "not_found")
     })
 
-    it("concurrent creates of one host name from six accounts: exactly one is created, the others 409 already_exists", async () => {
+    it("concurrent verifications of one host name from six accounts, each proven: exactly one owns it, the others fail verified_elsewhere", async () => {
       const accounts = await Promise.all(Array.from({ length: 6 }, () => newAccount(h())))
       const name = hostname("race")
-      const answers = await Promise.all(accounts.map((a) => a.client.post("/domains", { hostname: name })))
-      expect(answers.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409])
-      for (const answer of answers.filter((r) => r.status === 409)) expectError(answer, 409, "already_exists", { field: "hostname" })
-      const lists = await Promise.all(accounts.map(async (a) => (await a.client.get("/domains")).body.data.length))
-      expect(lists.reduce((sum, n) => sum + n, 0)).toBe(1)
+      const claims = await Promise.all(accounts.map((a) => created(a.client.post("/domains", { hostname: name }))))
+      dns.setTxt(claims[0]!.verification.record_name, claims.map((c) => c.verification.record_value))
+      const answers = await Promise.all(accounts.map((a, i) => a.client.post(`/domains/${claims[i]!.id}/verifications`)))
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200])
+      const outcomes = answers.map((r) => r.body.data.verification.failure_reason ?? r.body.data.status).sort()
+      expect(outcomes).toEqual(["active", "verified_elsewhere", "verified_elsewhere", "verified_elsewhere", "verified_elsewhere", "verified_elsewhere"])
+      expectError(await (await newAccount(h())).client.post("/domains", { hostname: name }), 409, "already_exists", { field: "hostname" })
+    })
+
+    it("a claim not verified within 7 days lapses: its verification fails claim_expired without a lookup, even with the record published", async () => {
+      const { client } = await newAccount(h())
+      const domain = await created(client.post("/domains", { hostname: hostname() }))
+      dns.setTxt(domain.verification.record_name, [domain.verification.record_value])
+      h().advance(7 * 24 * 60 * 60 * 1000 + 1000)
+      const lapsed = await client.post(`/domains/${domain.id}/verifications`)
+      expect(lapsed.status, lapsed.text).toBe(200)
+      expect(lapsed.body.data).toMatchObject({ status: "failed", verified_at: null, verification: { failure_reason: "claim_expired" } })
+      // Removed and added again: a new claim, a new challenge, verified.
+      expect((await client.del(`/domains/${domain.id}`)).status).toBe(204)
+      const again = await created(client.post("/domains", { hostname: domain.hostname }))
+      dns.setTxt(again.verification.record_name, [again.verification.record_value])
+      expect((await client.post(`/domains/${again.id}/verifications`)).body.data).toMatchObject({ status: "active" })
+    })
+
+    it("within 7 days a claim is still verified", async () => {
+      const { client } = await newAccount(h())
+      const domain = await created(client.post("/domains", { hostname: hostname() }))
+      dns.setTxt(domain.verification.record_name, [domain.verification.record_value])
+      h().advance(7 * 24 * 60 * 60 * 1000 - 60 * 1000)
+      expect((await client.post(`/domains/${domain.id}/verifications`)).body.data).toMatchObject({ status: "active" })
     })
 
     it("verification: not found, a different value, no DNS answer → failed with its reason; the record → active, verified_at, primary; events", async () => {

@@ -352,6 +352,15 @@ eachStore("reports", (h) => {
     const other = await newProduct(a)
     expect((await a.get(`/reports/lessons?product_id=${other.id}`)).body.data).toEqual([])
     expectError(await a.get("/reports/lessons"), 422, "validation_failed", { parameter: "product_id", code: "required" })
+    // The query is decoded before the cursor is read, and a cursor repeats the filters of its
+    // first page: without them 422 required, with others 400 invalid_cursor (docs/reports.md).
+    const next = (await a.get(`/reports/lessons?product_id=${product.id}&limit=1`)).body.page.next_cursor as string
+    expect(typeof next).toBe("string")
+    expectError(await a.get(`/reports/lessons?cursor=${encodeURIComponent(next)}`), 422, "validation_failed", { parameter: "product_id", code: "required" })
+    expectError(await a.get("/reports/lessons?cursor=%20"), 422, "validation_failed", { parameter: "product_id", code: "required" })
+    expectError(await a.get(`/reports/lessons?product_id=${other.id}&cursor=${encodeURIComponent(next)}`), 400, "invalid_cursor")
+    expectError(await a.get(`/reports/lessons?product_id=${product.id}&cursor=%20`), 400, "invalid_cursor")
+    expect((await a.get(`/reports/lessons?product_id=${product.id}&limit=1&cursor=${encodeURIComponent(next)}`)).body.data).toEqual([rows[1]])
     expectError(await a.get("/reports/lessons?product_id=prd_000000001"), 422, "validation_failed", { parameter: "product_id", reason: "not_found" })
     expect((await a.del(`/products/${other.id}`)).status).toBe(200)
     expectError(await a.get(`/reports/lessons?product_id=${other.id}`), 422, "validation_failed", { parameter: "product_id", reason: "not_found" })

@@ -11,7 +11,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { expect, it } from "vitest"
 import { expectError } from "../support/expect.js"
-import { eachStore, freshKey, type Harness } from "../support/harness.js"
+import { eachStore, freshKey, type Harness, listenLocalReceiver } from "../support/harness.js"
 import { eventually } from "../support/eventually.js"
 
 const MINUTE = 60_000
@@ -51,7 +51,7 @@ const receiver = async () => {
       res.writeHead(200, { "content-type": "text/plain" }).end("ok")
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await listenLocalReceiver(server)
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     received: () => received,

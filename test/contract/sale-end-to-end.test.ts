@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
 import { expect, it } from "vitest"
 import { api, created, newProduct } from "../support/api.js"
-import { eachStore, type Harness } from "../support/harness.js"
+import { eachStore, type Harness, listenLocalReceiver } from "../support/harness.js"
 import { expectError } from "../support/expect.js"
 import { eventually } from "../support/eventually.js"
 
@@ -34,7 +34,7 @@ const receiver = async () => {
       res.writeHead(200, { "content-type": "text/plain" }).end("ok")
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await listenLocalReceiver(server)
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     received,

@@ -183,17 +183,32 @@ eachStore("sales events and gateway notifications", (h) => {
     expect(await enrollmentsOf(sale)).toEqual([])
   })
 
-  it("refused with nothing recorded: an unknown, malformed, trashed or disabled gateway (404, 404, 404, 409 gateway_disabled); another method 405; a query parameter 400", async () => {
+  it("refused with nothing recorded: an unknown, malformed or trashed gateway answers as a bad signature (401 signature_invalid), a disabled one 409 gateway_disabled; another method 405; a query parameter 400", async () => {
     const sale = await setup(h())
-    expectError(await notify(h(), "gtw_000000001", sale.secret, body(sale)), 404, "not_found")
-    expectError(await notify(h(), "not-a-gateway", sale.secret, body(sale)), 404, "not_found")
+    // Whoever does not hold the secret cannot tell a gateway that exists from one that does not.
+    const answerOf = async (gatewayId: string, options: Parameters<typeof notify>[4] = {}) => {
+      const res = await notify(h(), gatewayId, sale.secret, body(sale), options)
+      return [res.status, res.body.error?.code, res.body.error?.reason]
+    }
+    const otherSecret = { secret: "whsec_" + Buffer.from("z".repeat(24)).toString("base64") }
+    const badSignature = await answerOf(sale.gateway.id, otherSecret)
+    expect(badSignature).toEqual([401, "unauthenticated", "signature_invalid"])
+    for (const unknown of ["gtw_000000001", "not-a-gateway"]) {
+      expect([unknown, await answerOf(unknown, otherSecret)]).toEqual([unknown, badSignature])
+      // Even signed with a real gateway's secret, another gateway's path is not that gateway.
+      expect([unknown, await answerOf(unknown)]).toEqual([unknown, badSignature])
+      expect([unknown, await answerOf(unknown, { headers: { "content-type": "application/json" } })]).toEqual([
+        unknown,
+        await answerOf(sale.gateway.id, { headers: { "content-type": "application/json" } })
+      ])
+    }
     expect((await sale.client.patch(`/sales/gateways/${sale.gateway.id}`, { status: "disabled" })).status).toBe(200)
     expectError(await notify(h(), sale.gateway.id, sale.secret, body(sale)), 409, "state_conflict", { reason: "gateway_disabled" })
     // A disabled gateway tells an unsigned caller nothing about its state.
     expect(expectError(await notify(h(), sale.gateway.id, sale.secret, body(sale), { secret: "whsec_AAAA" }), 401, "unauthenticated").reason).toBe("signature_invalid")
     expect((await sale.client.patch(`/sales/gateways/${sale.gateway.id}`, { status: "active" })).status).toBe(200)
     expect((await sale.client.del(`/sales/gateways/${sale.gateway.id}`)).status).toBe(200)
-    expectError(await notify(h(), sale.gateway.id, sale.secret, body(sale)), 404, "not_found")
+    expect(expectError(await notify(h(), sale.gateway.id, sale.secret, body(sale)), 401, "unauthenticated").reason).toBe("signature_invalid")
     await expectNothingRecorded(sale)
     const get = await h().request("GET", `/gateways/${sale.gateway.id}/notifications`)
     expectError(get, 405, "method_not_allowed")
@@ -215,6 +230,11 @@ eachStore("sales events and gateway notifications", (h) => {
     const fields = expectError(await notify(h(), sale.gateway.id, sale.secret, { id: "", type: "paid", amount: -1, currency: "brl" }), 422, "validation_failed")
     expect(fields.details.map((d) => d.field).sort()).toEqual(["amount", "currency", "delivery_id", "id", "occurred_at", "sale_id", "type", "user_id"])
     expectError(await notify(h(), sale.gateway.id, sale.secret, { ...body(sale), extra: 1 }), 422, "unknown_field", { field: "extra" })
+    // The gateway's IDs are one line: no CR, LF or other control character (they reach CSV exports and logs).
+    for (const [field, value] of [["id", "evt-1\r\nX-Injected: 1"], ["id", "evt\u0000"], ["sale_id", "sale\n2"], ["id", "evt\u2028"], ["sale_id", "tab\there"]] as const) {
+      const refused = await notify(h(), sale.gateway.id, sale.secret, body(sale, { [field]: value }))
+      expectError(refused, 422, "validation_failed", { field, code: "invalid_value", reason: "invalid_characters" })
+    }
     const refs = expectError(
       await notify(h(), sale.gateway.id, sale.secret, body(sale, { delivery_id: "dlv_000000001", user_id: "usr_000000001", funnel_id: "fnl_000000001" })),
       422,
@@ -321,7 +341,7 @@ eachStore("sales events and gateway notifications", (h) => {
     expectError(await sale.client.get("/sales/events/sev_000000001"), 404, "not_found")
   })
 
-  it("read-only with sales_events.read; no route writes a sales event; a sandbox reset empties them and the gateway's notifications are then 404", async () => {
+  it("read-only with sales_events.read; no route writes a sales event; a sandbox reset empties them and the gateway's notifications are then refused (401, as an unknown gateway)", async () => {
     const sale = await setup(h())
     const event = (await notify(h(), sale.gateway.id, sale.secret, body(sale))).body.data
     const reader = await credentialWith(h(), ["sales_events.read"])
@@ -332,7 +352,7 @@ eachStore("sales events and gateway notifications", (h) => {
     expect((await sale.client.del(`/sales/events/${event.id}`)).status).toBe(405)
     expect((await sale.client.post("/sandbox/resets")).status).toBeLessThan(300)
     expectError(await sale.client.get(`/sales/events/${event.id}`), 404, "not_found")
-    expectError(await notify(h(), sale.gateway.id, sale.secret, body(sale)), 404, "not_found")
+    expect(expectError(await notify(h(), sale.gateway.id, sale.secret, body(sale)), 401, "unauthenticated").reason).toBe("signature_invalid")
   })
 })
 

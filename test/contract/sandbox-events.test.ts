@@ -12,7 +12,7 @@ import { Webhook } from "standardwebhooks"
 import { expect, it } from "vitest"
 import { eventually } from "../support/eventually.js"
 import { expectError } from "../support/expect.js"
-import { eachStore, type Harness } from "../support/harness.js"
+import { eachStore, type Harness, listenLocalReceiver } from "../support/harness.js"
 
 const API = "/api/v3"
 
@@ -101,7 +101,7 @@ eachStore("sandbox sample events", (h) => {
         res.writeHead(204).end()
       })
     })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    await listenLocalReceiver(server)
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
     const hook = await h().request("POST", `${API}/webhooks`, { secret: h().test, json: { url, event_types: ["banner.created"] } })
     expect(hook.status, hook.text).toBe(201)

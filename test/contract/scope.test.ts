@@ -14,7 +14,7 @@ import { expect, it } from "vitest"
 import { api, created } from "../support/api.js"
 import { eventually } from "../support/eventually.js"
 import { expectError } from "../support/expect.js"
-import { eachStore, type Harness } from "../support/harness.js"
+import { eachStore, type Harness, listenLocalReceiver } from "../support/harness.js"
 
 let counter = 0
 const unique = (tag: string) => `${tag}-${process.pid}-${Date.now()}-${++counter}`
@@ -334,7 +334,7 @@ eachStore("scope of a credential on every surface", (h) => {
         res.writeHead(200).end("ok")
       })
     })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    await listenLocalReceiver(server)
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
       const sandbox = api(h(), h().test)

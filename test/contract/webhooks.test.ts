@@ -275,6 +275,12 @@ eachStore("webhooks", (h) => {
       expect(details(res)).toEqual([["payload_version", "not_allowed"]])
     }
     expect((await api(h()).get(`/webhooks/${created.id}`)).body.data).toMatchObject({ payload_version: 1, description: null, revision: 1 })
+    // A URL that does not parse is itemized with the body's other problems (found by the fuzz suite at FUZZ_RUNS=100).
+    for (const url of ["not a uri", "https://exa mple.com/"]) {
+      const both = await api(h()).patch(`/webhooks/${created.id}`, { url, payload_version: 1 })
+      expect(both.status).toBe(422)
+      expect(details(both).sort()).toEqual([["payload_version", "not_allowed"], ["url", "invalid_value", "malformed_url"]])
+    }
   })
 
   it("PATCH refuses what create refuses, unknown fields included", async () => {

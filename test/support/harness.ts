@@ -126,6 +126,23 @@ export interface HarnessOptions {
   readonly platformHost?: string
 }
 
+/**
+ * The loopback ports sandbox webhooks of every harness may reach (`localWebhookPorts`): a
+ * test's local receiver allows its own port once it is bound; no other local port is reachable.
+ */
+const localReceiverPorts = new Set<number>()
+export const allowLocalReceiver = (port: number): void => {
+  localReceiverPorts.add(port)
+}
+
+/** Binds a test's webhook receiver on 127.0.0.1 (`port`, default any free one) and allows its port; answers the port. */
+export const listenLocalReceiver = async (server: import("node:net").Server, port = 0): Promise<number> => {
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
+  const bound = (server.address() as import("node:net").AddressInfo).port
+  allowLocalReceiver(bound)
+  return bound
+}
+
 let keyCounter = 0
 export const freshKey = (): string => `k-${process.pid}-${Date.now()}-${++keyCounter}`
 
@@ -158,6 +175,7 @@ export const startHarness = async (
       ...(options.mailer ? { mailer: options.mailer } : {}),
       // Tests never reach a real resolver: an in-memory DNS with no record unless a test brings its own.
       dns: options.dns ?? makeMemoryDns().layer,
+      localWebhookPorts: localReceiverPorts,
       ...(options.platformHost ? { platformHost: options.platformHost } : {})
       // The workers forked while the layer is built must run on the operator's clock too.
     }).pipe(Layer.provide(runsOn)),

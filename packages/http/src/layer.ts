@@ -82,6 +82,12 @@ export interface SyllabusOptions<E = never> {
   readonly onWebhook?: WebhookCallback
   /** Let production webhooks reach http and private or loopback addresses (local development only). */
   readonly allowLocalWebhooks?: boolean
+  /**
+   * The loopback ports sandbox webhooks may reach (default none: a sandbox webhook at
+   * `http://localhost:<port>` is refused when connecting, `destination_not_allowed`). A live
+   * set is read at each attempt.
+   */
+  readonly localWebhookPorts?: ReadonlySet<number>
   /** Draws certificates and their previews as PDF (default: `PdfCertificateRenderer`, on pdfkit). */
   readonly certificateRenderer?: Layer.Layer<CertificateRenderer>
   /** Reads the rows of imported files (default: `StreamingTabularReader`, on csv-parse and exceljs). */
@@ -157,7 +163,10 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
     options.dns ?? NodeDnsResolver(),
     Layer.succeed(PlatformHost, { host: options.platformHost ?? (options.oauthUrl === undefined ? null : new URL(options.oauthUrl).hostname) }),
     options.webhookSender ??
-      (options.onWebhook ? CallbackWebhookSender(options.onWebhook) : NodeWebhookSender({ allowLocal: options.allowLocalWebhooks === true }))
+      (options.onWebhook ? CallbackWebhookSender(options.onWebhook) : NodeWebhookSender({
+            allowLocal: options.allowLocalWebhooks === true,
+            ...(options.localWebhookPorts ? { localPorts: options.localWebhookPorts } : {})
+          }))
   )
   const workers =
     options.workers === false

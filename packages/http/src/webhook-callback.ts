@@ -10,17 +10,14 @@ import { Effect, Layer } from "effect"
 import { webhookHeaders } from "./webhook-sender.js"
 
 /**
- * Receives one delivery attempt. Throwing is a failed attempt with a transport error:
- * `connection_refused` when the error's `code` is `ECONNREFUSED` (a receiver that is down),
- * `network_error` otherwise. Taking longer than the webhook's `timeout_ms` is `timeout`.
+ * Receives one delivery attempt. Throwing is a failed attempt with the transport error
+ * `connection_failed`, as the network sender records any failed connection. Taking longer
+ * than the webhook's `timeout_ms` is `timeout`.
  */
 export type WebhookCallback = (request: Request) => Response | Promise<Response>
 
 /** How many characters of a response body are kept for the attempt's excerpt, as the network sender. */
 const EXCERPT_CHARS = 1024
-
-const transportErrorOf = (error: unknown): string =>
-  (error as { code?: unknown } | null)?.code === "ECONNREFUSED" ? "connection_refused" : "network_error"
 
 const attempt = async (onWebhook: WebhookCallback, req: WebhookRequest, signal: AbortSignal): Promise<WebhookResponse> => {
   const started = performance.now()
@@ -34,8 +31,8 @@ const attempt = async (onWebhook: WebhookCallback, req: WebhookRequest, signal: 
       const response = await onWebhook(new Request(req.url, { method: "POST", headers: webhookHeaders(req), body: req.body, signal }))
       const text = await response.text().catch(() => "")
       return { httpStatus: response.status, transportError: null, responseText: text.slice(0, EXCERPT_CHARS), durationMs: elapsed() }
-    } catch (error) {
-      return { httpStatus: null, transportError: transportErrorOf(error), responseText: null, durationMs: elapsed() }
+    } catch {
+      return { httpStatus: null, transportError: "connection_failed", responseText: null, durationMs: elapsed() }
     }
   })()
   try {
@@ -50,6 +47,6 @@ export const CallbackWebhookSender = (onWebhook: WebhookCallback) =>
   Layer.succeed(WebhookSender, {
     send: (req) =>
       Effect.tryPromise((signal) => attempt(onWebhook, req, signal)).pipe(
-        Effect.orElseSucceed((): WebhookResponse => ({ httpStatus: null, transportError: "network_error", responseText: null, durationMs: 0 }))
+        Effect.orElseSucceed((): WebhookResponse => ({ httpStatus: null, transportError: "connection_failed", responseText: null, durationMs: 0 }))
       )
   })

@@ -13,8 +13,14 @@
  * so a name that changes its answer in between (DNS rebinding) cannot reach anything else.
  * Redirects are never followed (a 3xx is a failed attempt). `allowLocal` (a server flag for
  * local development) lets every environment reach http and any address.
+ *
+ * The sandbox's loopback is narrower than the contract's "loopback for local development"
+ * reads: only the ports of `localPorts` (the operator's `LOCAL_WEBHOOK_PORTS`; none by
+ * default), else `destination_not_allowed` before connecting. An attempt to a loopback
+ * address keeps no response excerpt, and every failed connection is one `connection_failed`,
+ * so attempts cannot map the host's ports and services.
  */
-import { destinationProblem, type WebhookRequest, type WebhookResponse, WebhookSender } from "@syllabus/core"
+import { destinationPort, destinationProblem, isLoopbackDestination, type WebhookRequest, type WebhookResponse, WebhookSender } from "@syllabus/core"
 import { Effect, Layer } from "effect"
 import { createHmac } from "node:crypto"
 import { lookup as dnsLookup, type LookupAddress } from "node:dns"
@@ -25,6 +31,8 @@ import { isIP, type LookupFunction } from "node:net"
 export interface NodeWebhookSenderOptions {
   /** Let every environment reach http and private or loopback addresses (local development only). */
   readonly allowLocal?: boolean
+  /** The loopback ports a sandbox webhook may reach (default none); read at each attempt, so a live set works. */
+  readonly localPorts?: ReadonlySet<number>
   /** Name resolution (default: the system's, `dns.lookup`); replaceable for tests. */
   readonly resolve?: (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
 }
@@ -61,19 +69,19 @@ class Refused extends Error {
 
 const addressUrl = (address: string, family: number) => (family === 6 ? `https://[${address}]/` : `https://${address}/`)
 
+/** One value for every failed connection (refused, reset, not HTTP): which one would tell open ports from closed. */
 const transportErrorOf = (error: unknown): string => {
   const code = (error as { code?: string } | null)?.code ?? ""
   if (error instanceof Refused || code === "destination_not_allowed") return "destination_not_allowed"
   if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "ENODATA") return "dns_failure"
-  if (code === "ECONNREFUSED") return "connection_refused"
-  if (code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET") return "connection_reset"
   if (code.startsWith("ERR_TLS") || code.includes("CERT") || code === "EPROTO" || code.startsWith("ERR_SSL")) return "tls_error"
-  return "network_error"
+  return "connection_failed"
 }
 
 export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): WebhookSender["Type"] => {
   const resolve = options.resolve ?? systemResolve
   const allowLocal = options.allowLocal === true
+  const localPorts = options.localPorts ?? new Set<number>()
 
   const send = (req: WebhookRequest, signal: AbortSignal): Promise<WebhookResponse> =>
     new Promise<WebhookResponse>((done) => {
@@ -93,6 +101,11 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
       const problem = allowLocal ? undefined : destinationProblem(req.url, req.environment)
       if (problem !== undefined) return fail(new Refused(problem))
       const url = new URL(req.url)
+      const port = destinationPort(url)
+      /** A loopback address on a port the operator did not allow. */
+      const localRefused = (address: string) => !allowLocal && isLoopbackDestination(address) && !localPorts.has(port)
+      if (localRefused(req.url)) return fail(new Refused("loopback port not allowed"))
+      let local = allowLocal ? false : isLoopbackDestination(req.url)
 
       /** Resolve, check every address, and connect to one that was checked. */
       const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
@@ -102,8 +115,11 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
         addresses.then(
           (found) => {
             if (found.length === 0) return callback(Object.assign(new Error("no address"), { code: "ENOTFOUND" }), "", 4)
-            const refused = allowLocal ? undefined : found.find((a) => destinationProblem(addressUrl(a.address, a.family), req.environment) !== undefined)
+            const refused = allowLocal
+              ? undefined
+              : found.find((a) => destinationProblem(addressUrl(a.address, a.family), req.environment) !== undefined || localRefused(addressUrl(a.address, a.family)))
             if (refused) return callback(new Refused(`${hostname} resolves to a refused address`), "", 4)
+            if (!allowLocal && found.some((a) => isLoopbackDestination(addressUrl(a.address, a.family)))) local = true
             if ((lookupOptions as { all?: boolean }).all) return (callback as unknown as (e: null, a: ReadonlyArray<LookupAddress>) => void)(null, found)
             callback(null, found[0]!.address, found[0]!.family)
           },
@@ -132,7 +148,8 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
             finish({
               httpStatus: res.statusCode ?? null,
               transportError: null,
-              responseText: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8")
+              // What a local service answers is not the webhook owner's to read.
+              responseText: local ? null : Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8")
             })
           )
           res.on("error", fail)
@@ -145,7 +162,7 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
       }, req.timeoutMs)
       // The attempt was interrupted (the worker stops): the socket goes now, not at the timeout.
       const abort = () => {
-        finish({ httpStatus: null, transportError: "network_error", responseText: null })
+        finish({ httpStatus: null, transportError: "connection_failed", responseText: null })
         outgoing.destroy()
       }
       if (signal.aborted) abort()
@@ -159,7 +176,7 @@ export const makeNodeWebhookSender = (options: NodeWebhookSenderOptions = {}): W
   return {
     send: (req) =>
       Effect.tryPromise((signal) => send(req, signal)).pipe(
-        Effect.orElseSucceed((): WebhookResponse => ({ httpStatus: null, transportError: "network_error", responseText: null, durationMs: 0 }))
+        Effect.orElseSucceed((): WebhookResponse => ({ httpStatus: null, transportError: "connection_failed", responseText: null, durationMs: 0 }))
       )
   }
 }

@@ -12,6 +12,11 @@ export const ServerConfig = Config.all({
   storageDirectory: Config.string("STORAGE_DIR").pipe(Config.withDefault(".syllabus/files")),
   /** Let production webhooks reach http and loopback receivers (local development only). */
   allowLocalWebhooks: Config.boolean("ALLOW_LOCAL_WEBHOOKS").pipe(Config.withDefault(false)),
+  /** The loopback ports sandbox webhooks may reach, a comma list (`3000,8787`); none when unset. */
+  localWebhookPorts: Config.array(Config.integer(), "LOCAL_WEBHOOK_PORTS").pipe(
+    Config.validate({ message: "LOCAL_WEBHOOK_PORTS: ports from 1 to 65535", validation: (ports) => ports.every((p) => p >= 1 && p <= 65535) }),
+    Config.withDefault([] as ReadonlyArray<number>)
+  ),
   docsUrl: Config.string("DOCS_URL").pipe(Config.withDefault("https://docs.syllabus.dev")),
   /** The platform's own host (`<subdomain>.<host>`): no custom domain may be it or under it (docs/domains.md). */
   platformHost: Config.option(Config.string("PLATFORM_HOST")),

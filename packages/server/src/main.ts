@@ -61,6 +61,7 @@ const program = Effect.gen(function* () {
     ...(keys ? { keys } : {}),
     rateLimits: config.rateLimits,
     allowLocalWebhooks: config.allowLocalWebhooks,
+    localWebhookPorts: new Set(config.localWebhookPorts),
     ...(smtp ? { mailer: SmtpMailer(smtp) } : {}),
     ...Option.match(config.platformHost, { onNone: () => ({}), onSome: (platformHost) => ({ platformHost }) }),
     settings: {

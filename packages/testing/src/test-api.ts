@@ -165,7 +165,7 @@ export interface Faults {
   store(down?: boolean): void
   /** The file storage is down or back: uploads answer 503 `storage_unavailable`. */
   storage(down?: boolean): void
-  /** Webhook destinations refuse connections (`connection_refused`), every one or only `url`; retried on the schedule. */
+  /** Webhook destinations refuse connections (`connection_failed`), every one or only `url`; retried on the schedule. */
   receiver(down?: boolean, url?: string): void
 }
 

@@ -90,8 +90,8 @@ describe("embedding options", () => {
     expect(delivery.status).toBe("succeeded")
   })
 
-  it("onWebhook: a non-2xx answer or a throw is a failed attempt, recorded as such", async () => {
-    let answer: () => Response = () => new Response("busy", { status: 500 })
+  it("onWebhook: a non-2xx answer or a throw is a failed attempt, recorded as such; the excerpt is masked (§4.3)", async () => {
+    let answer: () => Response = () => new Response("busy: token sk_live_1234567890abcdef for ops@example.com", { status: 500 })
     const { call } = await start({ onWebhook: () => answer() })
     const hook = (await call("POST", "/webhooks", { url: "https://hooks.example.com/in", event_types: ["showcase.created"] })).body.data
     await call("POST", "/showcases", { name: "First" })
@@ -103,7 +103,10 @@ describe("embedding options", () => {
     }
     const first = await eventually(() => attemptsOf(1))
     expect(first.delivery.status).toBe("pending")
-    expect(first.attempts[0]).toMatchObject({ http_status: 500, transport_error: null, response_excerpt: "busy" })
+    expect(first.attempts[0]).toMatchObject({ http_status: 500, transport_error: null })
+    expect(first.attempts[0].response_excerpt).toContain("busy")
+    expect(first.attempts[0].response_excerpt).not.toContain("1234567890abcdef")
+    expect(first.attempts[0].response_excerpt).not.toContain("ops@example.com")
 
     answer = () => {
       throw Object.assign(new Error("down"), { code: "ECONNREFUSED" })
@@ -114,6 +117,6 @@ describe("embedding options", () => {
       const second = deliveries.find((d: { id: string; attempt_count: number }) => d.id !== first.delivery.id && d.attempt_count >= 1)
       return second && (await call("GET", `/webhooks/${hook.id}/deliveries/${second.id}/attempts`)).body.data[0]
     })
-    expect(refused).toMatchObject({ http_status: null, transport_error: "connection_refused" })
+    expect(refused).toMatchObject({ http_status: null, transport_error: "connection_failed" })
   })
 })

@@ -59,7 +59,7 @@ describe("webhook capture", () => {
     expect(delivery.attempt_count).toBe(1)
     expect(delivery.status).toBe("pending")
     const attempts = (await api.request("GET", `${deliveries}/${delivery.id}/attempts`)).body.data
-    expect(attempts[0].transport_error).toBe("connection_refused")
+    expect(attempts[0].transport_error).toBe("connection_failed")
     expect(api.webhooks.received()).toEqual([])
 
     api.faults.receiver(false)

@@ -259,6 +259,21 @@ export const goodQueryValue = (operation: DescribedOperation, param: Parameter):
   return printable(0, schema.maxLength ?? 40)
 }
 
+/**
+ * The operation's required query parameters (besides `cursor`), each with a value that is
+ * accepted and names what exists (a fixture's ID): what a request carrying a cursor repeats
+ * from its first page (§4.2, a cursor used with other filters is 400 `invalid_cursor`).
+ */
+export const requiredQuery = (operation: DescribedOperation): ReadonlyArray<QueryPart> =>
+  operation.queryParams.flatMap((p): Array<QueryPart> => {
+    if (!p.required || p.name === "cursor") return []
+    const fixture = kindOfFilter(operation.id, p.name)
+    if (fixture) return [{ name: p.name, value: new Ref(fixture) }]
+    if (p.schema.enum) return [{ name: p.name, value: String((p.schema.enum as Array<string>)[0]) }]
+    if (p.schema.type === "integer") return [{ name: p.name, value: String(p.schema.minimum ?? 1) }]
+    throw new Error(`${operation.id}: no accepted value known for the required query parameter ${p.name}`)
+  })
+
 export interface BadQuery {
   readonly part: QueryPart
   /** What the contract answers: 422 `validation_failed` on the parameter, or 400 `invalid_cursor`. */

@@ -22,6 +22,7 @@ import {
   type FuzzRequest,
   fixturePath,
   goodQueryValue,
+  requiredQuery,
   send,
   undecodableSegments,
   undeclaredName
@@ -379,8 +380,9 @@ export const fuzzStore = async (store: Store): Promise<void> => {
           const others = good.length === 0 ? fc.constant([]) : fc.array(fc.oneof(...good), { maxLength: 2 })
           await fc.assert(
             fc.asyncProperty(offending, others, async (off, rest) => {
-              // A cursor is read by the operation, after the query is decoded: sent alone, so nothing else refuses first.
-              const others = off.expect.code === "invalid_cursor" ? [] : rest.filter((p, i) => p.name !== off.part.name && rest.findIndex((q) => q.name === p.name) === i)
+              // A cursor is read by the operation, after the query is decoded: sent with the required
+              // parameters only (the filters of its first page), so nothing else refuses first.
+              const others = off.expect.code === "invalid_cursor" ? requiredQuery(op) : rest.filter((p, i) => p.name !== off.part.name && rest.findIndex((q) => q.name === p.name) === i)
               const query = [...others, off.part]
               const raw = op.rawBody ? { body: { kind: "raw" as const, label: "1 byte", bytes: new Uint8Array([1]) } } : {}
               // An operation for sandboxes only refuses a production credential first (§4.5).
@@ -404,13 +406,13 @@ export const fuzzStore = async (store: Store): Promise<void> => {
       }
     })
 
-    // Lists that need nothing but a cursor (`/reports/lessons` requires its `product_id`: a
-    // missing one is its own 422, itemized beside the cursor's problem).
-    const lists = operations.filter((op) => op.queryParams.some((p) => p.name === "cursor") && !op.queryParams.some((p) => p.required && p.name !== "cursor"))
+    // Every list, the cursor with the required parameters of its first page (`/reports/lessons`
+    // its `product_id`: the query is decoded before the cursor is read, so a missing one is 422).
+    const lists = operations.filter((op) => op.queryParams.some((p) => p.name === "cursor"))
     test("long-cursor", store, undefined, "a cursor over 2048 characters is still a cursor the server never issued: 400 invalid_cursor (§4.2)", async (known) => {
       await fc.assert(
         fc.asyncProperty(fc.constantFrom(...lists.filter((op) => op.pathParams.every((p) => p.name in pathParamFixture))), fc.integer({ min: 2049, max: 8000 }), async (op, length) => {
-          const ex = await sendTo({ ...baseRequest(op, fixturePath(op)), query: [{ name: "cursor", value: "x".repeat(length) }] })
+          const ex = await sendTo({ ...baseRequest(op, fixturePath(op)), query: [...requiredQuery(op), { name: "cursor", value: "x".repeat(length) }] })
           const problems = problemsOf(ex)
           if (ex.response.status !== 400 || ex.response.body?.error?.code !== "invalid_cursor") problems.push("expected 400 invalid_cursor")
           fail(problems, ex)

@@ -13,10 +13,19 @@
  *   challenge's name fits DNS's 253; a top-level label starting with a letter), never an IP
  *   address (422 `validation_failed` on `hostname`). Nothing under the platform's own host
  *   (`PlatformHost`: the subdomains are the platform's): 422 `domain_rule_violation`, reason
- *   `platform_host`. Unique across every account (a global
- *   unique key, taken in the unit of work of the create): a host name another record holds,
- *   here or in another account, is 409 `already_exists` on `hostname`. It never changes: to
- *   use another one, add it and remove the old one.
+ *   `platform_host`. Special-use names (RFC 6761 and friends: `localhost`, `.local`, `.test`,
+ *   `.invalid`, `.example`, `.internal` with the clouds' metadata names, …) and `xn--` labels
+ *   that are not valid punycode of a valid IDN (or other labels with `--` at 3–4, reserved by
+ *   IDNA 2008) are 422 on `hostname` with the reason. It never changes: to use another one,
+ *   add it and remove the old one.
+ * - **Claims and ownership.** A name is unique in an account (409 `already_exists`). Across
+ *   accounts, a pending or failed domain is a claim that holds nothing: another account may
+ *   claim the same name, and the first to verify owns it (the global unique key of
+ *   `verified_hostname`, taken in the unit of work of the verification): from then on a create
+ *   of it anywhere else is 409 `already_exists`, and the other claims' verifications fail
+ *   (`verified_elsewhere`). So a squatter's pending claim never keeps the real owner out, and
+ *   verified ownership wins over it. A claim not verified within 7 days of its creation lapses:
+ *   its verification fails without a lookup (`claim_expired`; remove it and add it again).
  * - **Verification.** A DNS TXT record `_syllabus-challenge.<hostname>` whose value is
  *   `syllabus-verification=<token>` (a random token, shown in `verification`; it proves control
  *   of the name and is published in DNS, so it is not a secret). `POST …/verifications` reads it
@@ -35,10 +44,10 @@
  *   The primary cannot be removed while another domain is active (reason `primary_domain`:
  *   move the primary first); the last active one can, and sign-in falls back to the subdomain.
  */
-import { Clock, Context, Effect, Schema } from "effect"
+import { Clock, Context, Effect, Option, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { ACCOUNT_TYPE, accountHome } from "../access/accounts.js"
-import { apiError, readUnavailable, writeUnavailable } from "../errors/errors.js"
+import { apiError, fieldError, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
 import { Crypto } from "../ports/crypto.js"
 import { DnsResolver, type TxtLookup } from "../ports/dns.js"
@@ -53,8 +62,9 @@ import {
   saveResource
 } from "../records/resource.js"
 import { Bool, Enum } from "../records/schema.js"
-import { formatTimestamp } from "../records/time.js"
+import { DAY, formatTimestamp, parseTimestamp } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
+import { decodePunycode } from "./punycode.js"
 
 export const DOMAIN_TYPE = "domain"
 
@@ -75,7 +85,13 @@ export const domainStatuses = ["pending", "active", "failed"] as const
 export type DomainStatus = (typeof domainStatuses)[number]
 
 /** Why a verification failed (`verification.failure_reason`). */
-export const verificationFailures = ["record_not_found", "record_mismatch", "lookup_failed"] as const
+export const verificationFailures = ["record_not_found", "record_mismatch", "lookup_failed", "verified_elsewhere", "claim_expired"] as const
+
+/** How long a claim may stay unverified (`claim_expired` after). */
+export const CLAIM_LAPSE_MS = 7 * DAY
+
+/** The field holding an active domain's host name under the global unique key (not in the representation). */
+const OWNED_KEY = "verified_hostname"
 
 // ---------------------------------------------------------------------------------------
 // The host name
@@ -98,6 +114,40 @@ export const isCustomHostname = (text: string): boolean => {
 }
 
 /**
+ * Special-use and private-use names (RFC 6761, 6762, 7686, 8375, 9476, ICANN's `.internal`):
+ * they never resolve publicly (or resolve to this host), so nobody can own them. The cloud
+ * metadata names (`metadata.google.internal`, `instance-data.ec2.internal`) are under `.internal`.
+ */
+const SPECIAL_USE_SUFFIXES = ["localhost", "local", "test", "invalid", "example", "internal", "onion", "alt", "home.arpa", "localdomain", "lan", "intranet", "corp", "private"]
+
+/** Is this (normalized) name special-use, or under one? */
+export const isSpecialUseName = (name: string): boolean => SPECIAL_USE_SUFFIXES.some((s) => name === s || name.endsWith(`.${s}`))
+
+/**
+ * IDNA 2008 for an ASCII label: an `xn--` label must be punycode that decodes to non-ASCII
+ * letters, marks and digits (and hyphens) and encodes back to itself; any other label with
+ * `--` at positions 3–4 is reserved (RFC 5891 §4.2.3.1).
+ */
+const validIdnaLabel = (ascii: string): boolean => {
+  if (ascii.slice(2, 4) !== "--") return true
+  if (!ascii.startsWith("xn--")) return false
+  const unicode = decodePunycode(ascii.slice(4))
+  if (unicode === undefined || !/[^\x00-\x7f]/.test(unicode)) return false
+  // Letters, marks and digits (IDNA 2008's PVALID, near enough: no symbols, no emoji), in NFC,
+  // and the platform's IDNA (UTS 46, in `URL`) encodes it back to the same label.
+  if (!/^[\p{L}\p{M}\p{N}-]+$/u.test(unicode) || unicode !== unicode.normalize("NFC")) return false
+  const encoded = URL.canParse(`http://${unicode}.example/`) ? new URL(`http://${unicode}.example/`).hostname : ""
+  return encoded === `${ascii}.example`
+}
+
+/** Why a well-formed host name cannot be claimed, if it cannot (the `reason` of its 422 item). */
+export const hostnameProblem = (text: string): "special_use" | "invalid_idn" | undefined => {
+  const name = normalizeHostname(text)
+  if (isSpecialUseName(name)) return "special_use"
+  return name.split(".").every(validIdnaLabel) ? undefined : "invalid_idn"
+}
+
+/**
  * The form `isCustomHostname` accepts (but the length), for the description: two labels or
  * more, the last starting with a letter, one trailing dot allowed.
  */
@@ -106,9 +156,13 @@ const HOSTNAME_PATTERN = "^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Z
 const Hostname = Schema.String.annotations({ message: () => "invalid_type|expected=string" }).pipe(
   Schema.filter((s) => s.length <= HOSTNAME_MAX + 1 || `too_long|max=${HOSTNAME_MAX}`),
   Schema.filter((s) => isCustomHostname(s) || "invalid_value|expected=a DNS host name (not an IP address)"),
+  Schema.filter((s) => {
+    const reason = hostnameProblem(s)
+    return reason === undefined || `invalid_value|reason=${reason}`
+  }),
   Schema.annotations({
     description:
-      "A DNS host name of at least two labels (e.g. `learn.example.com`; labels of 1 to 63 letters, digits or hyphens, the last starting with a letter, at most 233 characters in all so that its challenge's name fits DNS's 253), stored in lower case; not an IP address, not under the platform's own host. Unique across every account (409 `already_exists`). Never changes.",
+      "A DNS host name of at least two labels (e.g. `learn.example.com`; labels of 1 to 63 letters, digits or hyphens, the last starting with a letter, at most 233 characters in all so that its challenge's name fits DNS's 253), stored in lower case; not an IP address, not under the platform's own host; not a special-use name (`localhost`, `.local`, `.test`, `.invalid`, `.example`, `.internal`, …: reason `special_use`); an `xn--` label must be valid punycode of a valid IDN (reason `invalid_idn`). Unique in the account; across accounts, once another account verified it (409 `already_exists`). Never changes.",
     jsonSchema: { type: "string", format: "hostname", pattern: HOSTNAME_PATTERN, maxLength: HOSTNAME_MAX + 1 }
   })
 )
@@ -142,7 +196,7 @@ const Verification = Schema.Struct({
   checked_at: nullableTimestamp("When the record was last looked up (`POST /domains/{domain_id}/verifications`), or null."),
   failure_reason: Schema.NullOr(Schema.Literal(...verificationFailures)).annotations({
     description:
-      "Why the last verification failed: `record_not_found` (no such name, or no TXT record there), `record_mismatch` (TXT records there, none with the value), `lookup_failed` (DNS gave no answer); null when it did not fail."
+      "Why the last verification failed: `record_not_found` (no such name, or no TXT record there), `record_mismatch` (TXT records there, none with the value), `lookup_failed` (DNS gave no answer), `verified_elsewhere` (another account verified the name first: it owns it), `claim_expired` (not verified within 7 days of its creation: remove it and add it again); null when it did not fail."
   })
 }).annotations({ identifier: "DomainVerification" })
 
@@ -150,6 +204,15 @@ const optional = <S extends Schema.Schema.AnyNoContext>(schema: S) => Schema.opt
 
 // ---------------------------------------------------------------------------------------
 // Rules
+
+/** The active domain that owns a host name, in any account, through the global unique key (one read). */
+const ownerOf = (hostname: string) =>
+  Effect.flatMap(Records, (records) =>
+    records.findUnique("global", DOMAIN_TYPE, { name: OWNED_KEY, value: hostname }).pipe(
+      Effect.mapError(readUnavailable),
+      Effect.map((found) => (found && found.type === DOMAIN_TYPE && found.data.status === "active" ? found : undefined))
+    )
+  )
 
 const live: Where = { field: "deleted", op: "eq", value: false }
 
@@ -222,6 +285,8 @@ export const domains: ResourceDefinition = defineResource({
       if (context.tenant.environment !== "production") return yield* Effect.fail(ruleViolated("sandbox_environment"))
       const hostname = normalizeHostname(body.hostname)
       if (underPlatformHost(hostname, (yield* PlatformHost).host)) return yield* Effect.fail(ruleViolated("platform_host", "hostname"))
+      // Another account's claim holds nothing; its verified domain owns the name.
+      if ((yield* ownerOf(hostname)) !== undefined) return yield* Effect.fail(fieldError("already_exists", "hostname"))
       const token = Buffer.from((yield* Crypto).randomBytes(24)).toString("base64url")
       return {
         hostname,
@@ -251,7 +316,9 @@ export const domains: ResourceDefinition = defineResource({
         if (record.data.primary === true && (yield* activeCount) > 1) return yield* Effect.fail(ruleViolated("primary_domain"))
       })
   },
-  uniqueAcrossAccounts: ["hostname"],
+  // In the account, every claim; across accounts, only a verified one (`OWNED_KEY`).
+  unique: ["hostname"],
+  uniqueAcrossAccounts: [OWNED_KEY],
   trash: false,
   revision: "string",
   filters: {
@@ -300,20 +367,24 @@ export const verifyDomain = Effect.fn("Domains.verify")(function* (id: string) {
   const before = yield* getResource(domains, {}, id)
   if (before.data.status === "active") return yield* Effect.fail(apiError("invalid_transition", { reason: "from_active" }))
   const verification = before.data.verification as JsonObject
-  const lookup = yield* dns.resolveTxt(String(verification.record_name))
-  const failure = verdict(lookup, String(verification.record_value))
-  return yield* uow
-    .transaction(
-      Effect.gen(function* () {
+  // A lapsed claim is not looked up: it cannot become active any more.
+  const createdAt = Option.getOrElse(parseTimestamp(String(before.data.created_at)), () => 0)
+  const lapsed = (yield* Clock.currentTimeMillis) - createdAt > CLAIM_LAPSE_MS
+  const found = lapsed ? "claim_expired" : verdict(yield* dns.resolveTxt(String(verification.record_name)), String(verification.record_value))
+  const record = (failure: (typeof verificationFailures)[number] | null) =>
+    Effect.gen(function* () {
         const current = yield* getResource(domains, {}, id)
         if (current.data.status === "active") return current
         const caller = yield* Caller
         const at = formatTimestamp(yield* Clock.currentTimeMillis)
+        // Proven, but another account proved it first: that account owns the name.
+        const owner = failure === null ? yield* ownerOf(String(current.data.hostname)) : undefined
+        if (owner !== undefined && owner.id !== id) failure = "verified_elsewhere"
         const checked = { ...(current.data.verification as JsonObject), checked_at: at, failure_reason: failure }
         const primary = failure === null && (yield* primaries(caller.tenant)).length === 0
         const data: JsonObject =
           failure === null
-            ? { ...current.data, status: "active", primary, verified_at: at, verification: checked }
+            ? { ...current.data, status: "active", primary, verified_at: at, verification: checked, [OWNED_KEY]: String(current.data.hostname) }
             : { ...current.data, status: "failed", verification: checked }
         const saved = yield* saveResource(domains, current, data, current.revision)
         const verb = failure === null ? "verified" : "failed"
@@ -322,8 +393,15 @@ export const verifyDomain = Effect.fn("Domains.verify")(function* (id: string) {
         yield* emitEvent(`${DOMAIN_TYPE}.${verb}`, after, previousAttributes(resourceView(domains, current), after))
         return saved
       })
+  const inUnit = (failure: (typeof verificationFailures)[number] | null) =>
+    uow.transaction(record(failure)).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(writeUnavailable(e))))
+  return yield* inUnit(found).pipe(
+    // Another account's verification of the name committed first (its global key): this one failed.
+    Effect.catchIf(
+      (error) => found === null && error.code === "already_exists",
+      () => inUnit("verified_elsewhere")
     )
-    .pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(writeUnavailable(e))))
+  )
 })
 
 /** Events of a domain besides its lifecycle (`registry/event-types.ts`). */
@@ -341,7 +419,7 @@ export const accountOfDomain = (hostname: string) =>
     const records = yield* Records
     const name = normalizeHostname(hostname)
     if (!isCustomHostname(name)) return undefined
-    const domain = yield* records.findUnique("global", DOMAIN_TYPE, { name: "hostname", value: name })
+    const domain = yield* records.findUnique("global", DOMAIN_TYPE, { name: OWNED_KEY, value: name })
     if (!domain || domain.type !== DOMAIN_TYPE || domain.data.status !== "active") return undefined
     const accountId = domain.tenant.accountId
     return yield* records.get(accountHome(accountId), ACCOUNT_TYPE, accountId)

@@ -346,6 +346,8 @@ export const products: ResourceDefinition = defineResource({
     afterDelete: (record) => leave(String(record.data.showcase_id), Number(record.data.position))
   },
   unique: ["external_id"],
+  // `status: "published"` in a PATCH (publishing has its own route), listed in the description.
+  writeErrors: ["invalid_transition"],
   trash: true,
   replicable: true,
   revision: "string",

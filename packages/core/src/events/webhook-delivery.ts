@@ -52,7 +52,7 @@ import { backgroundBudget, yieldToEventLoop } from "../workers/background.js"
 import { EVENT_RETENTION_MS, EVENT_TYPE, eventForReader, eventView } from "./events.js"
 
 /** The destination rules of registration, also checked by senders when they connect. */
-export { type DestinationProblem, destinationProblem } from "./webhooks-destination.js"
+export { type DestinationProblem, destinationPort, destinationProblem, isLoopbackDestination } from "./webhooks-destination.js"
 
 export const WEBHOOK_TYPE = "webhook"
 export const WEBHOOK_DELIVERY_TYPE = "webhook_delivery"
@@ -137,11 +137,12 @@ export interface WebhookRequest {
 export interface WebhookResponse {
   readonly httpStatus: number | null
   /**
-   * `timeout`, `destination_not_allowed`, `dns_failure`, `connection_refused`,
-   * `connection_reset`, `tls_error` or `network_error`.
+   * `timeout`, `destination_not_allowed`, `dns_failure`, `tls_error` or `connection_failed`
+   * (one value for a refused, reset or otherwise failed connection: which one it was would
+   * tell an open port from a closed one).
    */
   readonly transportError: string | null
-  /** The start of the response body as text, unmasked (the core masks it). */
+  /** The start of the response body as text, unmasked (the core masks it); null from a loopback destination. */
   readonly responseText: string | null
   readonly durationMs: number
 }

@@ -3,7 +3,9 @@
  * `https` to a public host; the sandbox also takes `http` and loopback, for local
  * development. Private, link-local (cloud metadata), reserved and special-use addresses and
  * names are refused everywhere. These checks read the URL only: the addresses a name
- * resolves to are checked when a delivery connects (the events issue).
+ * resolves to are checked when a delivery connects (the events issue), and so is the port of
+ * a loopback destination: the sender reaches only the local ports its operator allows
+ * (`LOCAL_WEBHOOK_PORTS`; none by default), so a sandbox webhook cannot scan the server's host.
  */
 import type { Environment } from "../ports/store.js"
 
@@ -106,3 +108,9 @@ export const destinationProblem = (url: string, environment: Environment): Desti
   const kind = hostKind(parsed.hostname)
   return kind === "public" || (kind === "loopback" && sandbox) ? undefined : "host_not_public"
 }
+
+/** Whether a URL points at this host's loopback (`localhost`, `127.0.0.0/8`, `::1` and their spellings). */
+export const isLoopbackDestination = (url: string): boolean => URL.canParse(url) && hostKind(new URL(url).hostname) === "loopback"
+
+/** The port a URL connects to (its default when the URL names none). */
+export const destinationPort = (url: URL): number => (url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80)

@@ -76,7 +76,8 @@ const ResourceFiltersBody = Schema.Struct({
 const exactOptional = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
 
 // The description goes in `jsonSchema`: `Text` writes a whole JSON Schema, which a plain `description` would not reach.
-const Url = Text({ min: 1, max: 2048 }).annotations({
+// A URL that does not parse is refused with the body's other problems (itemized together); where it may point is a rule (`check`).
+const Url = Text({ min: 1, max: 2048 }).pipe(Schema.filter((s) => URL.canParse(s) || "invalid_value|reason=malformed_url")).annotations({
   jsonSchema: {
     type: "string",
     format: "uri",

@@ -27,6 +27,17 @@ export const Text = (options: { readonly min?: number; readonly max?: number } =
   )
 }
 
+/** Control characters: C0 (CR, LF, tab…), DEL, C1, and the line and paragraph separators. */
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
+
+/**
+ * Text of one line with no control character: an identifier another system gives us (a
+ * gateway's event ID) that may end up in a header, a log line or a CSV cell. 422
+ * `invalid_value`, reason `invalid_characters`, as unstorable text.
+ */
+export const SingleLineText = (options: { readonly min?: number; readonly max?: number } = {}) =>
+  Text(options).pipe(Schema.filter((s) => !CONTROL_CHARACTERS.test(s) || coded("invalid_value", { reason: "invalid_characters" })))
+
 /** A rich-text field (HTML or serialized blocks): at most 512 KiB (§8.2). */
 export const RichText = (options: { readonly min?: number } = {}) => Text({ min: options.min ?? 0, max: RICH_TEXT_MAX })
 
@@ -139,11 +150,12 @@ export const detailsOf = (error: ParseResult.ParseError, location: "field" | "pa
           ? { code: location === "field" ? ("unknown_field" as const) : ("unknown_parameter" as const), params: {} }
           : (parseCoded(issue.message) ?? { code: "invalid_value" as const, params: {} })
     // The accepted values travel as a list of their own (`allowed`), from the annotation or the schema.
-    const { allowed: annotated, ...params } = decoded.params
+    const { allowed: annotated, reason, ...params } = decoded.params
     const values = annotated !== undefined ? String(annotated).split(", ") : decoded.code === "invalid_value" ? allowed.get(where) : undefined
     const item: DetailItem = {
       ...(location === "field" ? { field: where || "body" } : { parameter: where }),
       code: decoded.code,
+      ...(reason !== undefined ? { reason: String(reason) } : {}),
       ...(Object.keys(params).length > 0 ? { params } : {}),
       ...(values !== undefined ? { allowed: values } : {})
     }

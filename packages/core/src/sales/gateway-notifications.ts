@@ -9,11 +9,13 @@
  *   `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed with the
  *   base64 part of the gateway's `whsec_` secret (the current one, or the previous one within
  *   its grace period after a rotation).
- * - In this order, and nothing is recorded before the last step: the gateway (unknown or
- *   trashed: 404 `not_found`), the signature headers and the timestamp (missing, malformed, or
- *   more than 5 minutes away from the server's clock, either way: 401 `unauthenticated`, reason
- *   `signature_missing` or `timestamp_out_of_window`), the signature over the RAW bytes (401,
- *   reason `signature_invalid`) — only then is the body parsed — the gateway's status
+ * - In this order, and nothing is recorded before the last step: the signature headers and the
+ *   timestamp (missing, malformed, or more than 5 minutes away from the server's clock, either
+ *   way: 401 `unauthenticated`, reason `signature_missing` or `timestamp_out_of_window`), the
+ *   signature over the RAW bytes with the gateway's secrets (401, reason `signature_invalid`):
+ *   an unknown or trashed gateway answers exactly that too, after the same HMAC work, so an
+ *   unsigned caller cannot tell which gateway IDs exist — only then is the body parsed
+ *   (control characters in the event or sale ID: 422, reason `invalid_characters`) — the gateway's status
  *   (`disabled`: 409 `state_conflict`, reason `gateway_disabled`; checked after the signature
  *   so an unsigned caller learns nothing about the gateway), the body (400 for JSON that is not
  *   an object, 422 itemized for a notification that is not one), then the record.
@@ -47,11 +49,15 @@ const unauthenticated = (reason: "signature_missing" | "timestamp_out_of_window"
 
 const encoder = new TextEncoder()
 
+/** Stands in for the secrets of an unknown gateway: the same HMAC work, never a match. */
+const NO_GATEWAY_SECRET = "whsec_bm8gZ2F0ZXdheSBoYXMgdGhpcyBzZWNyZXQ="
+
 /**
- * Is `body` signed by one of the gateway's valid secrets? Checks the headers and the timestamp
- * window first, then the HMAC over the raw bytes; fails with the 401 that says which.
+ * Is `body` signed by one of the gateway's valid secrets (none for an unknown gateway)? Checks
+ * the headers and the timestamp window first, then the HMAC over the raw bytes; fails with the
+ * 401 that says which.
  */
-export const verifyNotificationSignature = (gateway: StoredRecord, headers: SignatureHeaders, body: Uint8Array) =>
+export const verifyNotificationSignature = (gateway: StoredRecord | undefined, headers: SignatureHeaders, body: Uint8Array) =>
   Effect.gen(function* () {
     const crypto = yield* Crypto
     const now = yield* Clock.currentTimeMillis
@@ -69,8 +75,9 @@ export const verifyNotificationSignature = (gateway: StoredRecord, headers: Sign
       .split(" ")
       .filter((part) => part.startsWith("v1,"))
       .map((part) => part.slice(3))
-    const expected = validSecrets(gateway, now).map((secret) => Encoding.encodeBase64(crypto.hmacSha256(secretKey(secret), signed)))
-    const matches = offered.some((candidate) => expected.some((value) => crypto.safeEqual(candidate, value)))
+    const secrets = gateway === undefined ? [NO_GATEWAY_SECRET] : validSecrets(gateway, now)
+    const expected = secrets.map((secret) => Encoding.encodeBase64(crypto.hmacSha256(secretKey(secret), signed)))
+    const matches = gateway !== undefined && offered.some((candidate) => expected.some((value) => crypto.safeEqual(candidate, value)))
     if (!matches) return yield* Effect.fail(unauthenticated("signature_invalid"))
   })
 
@@ -100,10 +107,10 @@ export interface ReceivedNotification {
  */
 export const receiveGatewayNotification = (input: ReceivedNotification) =>
   Effect.gen(function* () {
-    if (!isId("gateway", input.gatewayId)) return yield* Effect.fail(apiError("not_found"))
-    const gateway = yield* findGatewayById(input.gatewayId)
-    if (!gateway) return yield* Effect.fail(apiError("not_found"))
-    yield* verifyNotificationSignature(gateway, input.headers, input.body)
+    // An unknown (or trashed) gateway fails the signature like a known one: no existence oracle.
+    const gateway = isId("gateway", input.gatewayId) ? yield* findGatewayById(input.gatewayId) : undefined
+    yield* verifyNotificationSignature(gateway ?? undefined, input.headers, input.body)
+    if (gateway === undefined || gateway === null) return yield* Effect.fail(unauthenticated("signature_invalid"))
     if (gateway.data.status !== "active") return yield* Effect.fail(apiError("state_conflict", { reason: "gateway_disabled" }))
     const notification = yield* input.parse(input.body)
     const caller = gatewayCaller(gateway, input.requestId)

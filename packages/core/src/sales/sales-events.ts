@@ -37,7 +37,7 @@ import {
   ruleViolation,
   writtenByThePlatform
 } from "../records/resource.js"
-import { Enum, Integer, PublicId, Text, Timestamp } from "../records/schema.js"
+import { Enum, Integer, PublicId, SingleLineText, Text, Timestamp } from "../records/schema.js"
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
 import { DELIVERY_TYPE, deliveryProducts } from "./deliveries.js"
@@ -125,10 +125,10 @@ export const salesEvents: ResourceDefinition = defineResource({
 
 /** The body of a gateway's notification (after its signature is verified). */
 export const NotificationBody = Schema.Struct({
-  id: Text({ min: 1, max: 255 }).annotations({ description: "The gateway's own event ID: a repeat changes nothing and answers the first." }),
+  id: SingleLineText({ min: 1, max: 255 }).annotations({ description: "The gateway's own event ID: a repeat changes nothing and answers the first." }),
   type: Type,
   occurred_at: Timestamp,
-  sale_id: Text({ min: 1, max: 255 }),
+  sale_id: SingleLineText({ min: 1, max: 255 }),
   delivery_id: PublicId("delivery"),
   user_id: PublicId("user"),
   amount: Integer({ min: 0, max: 1_000_000_000_000 }),

@@ -227,7 +227,7 @@ const lessons = defineOperation({
   summary: "Per lesson of a product: learners started, on it and completed, and their average percent",
   description: reportText(
     LESSONS_REPORT,
-    "`product_id` is required (missing: 422 `required`); a product that does not exist or is trashed is 422 `validation_failed` on `product_id` (reason `not_found`). Every lesson of the product not trashed has a row, drafts included, zeros and nulls included."
+    "`product_id` is required, on every page: a `cursor` is read after the query is decoded and is used with the filters of its first page (missing: 422 `required`; another product: 400 `invalid_cursor`); a product that does not exist or is trashed is 422 `validation_failed` on `product_id` (reason `not_found`). Every lesson of the product not trashed has a row, drafts included, zeros and nulls included."
   ),
   tag,
   capability: REPORTS_READ,
