@@ -334,6 +334,10 @@ const enumerateRows = (enumeration: JsonObject, skip: number) => {
       const storage = yield* FileStorage
       const reader = yield* TabularReader
       return reader.rows(source.format, storage.readObject(source.storage_key)).pipe(
+        // A file over a cap fails the import (its operation `failed` with this error, not retried).
+        Stream.catchTag("TabularLimitExceeded", (exceeded) =>
+          Stream.fail(fieldError("validation_failed", "file_id", { reason: `${exceeded.limit}_exceeded`, params: { max: exceeded.max } }))
+        ),
         Stream.drop(skip),
         Stream.map((row) => rowItem(source, row))
       )

@@ -1,0 +1,158 @@
+/**
+ * Bounded work for hostile input (issue 23; docs/imports.md "Limits", docs/reliability.md
+ * "Hostile files"): import files over a cap fail their import with the cap named, read no
+ * further than the cap (no row recorded past it); an operation's runs and a cancellation's
+ * transactions are bounded.
+ */
+import { createHash } from "node:crypto"
+import { randomBytes } from "node:crypto"
+import { IMPORT_LIMITS } from "@syllabus/core"
+import ExcelJS from "exceljs"
+import { Zip, ZipDeflate } from "fflate"
+import { expect, it } from "vitest"
+import { api } from "../support/api.js"
+import { eachStore, type Harness } from "../support/harness.js"
+
+const XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+/** Upload `bytes` as a file of purpose `import` (one part), answering its ID. */
+const upload = async (h: Harness, bytes: Buffer, contentType: string) => {
+  const sha256 = createHash("sha256").update(bytes).digest("hex")
+  const session = await h.request("POST", "/api/v3/uploads", {
+    secret: h.live,
+    json: { purpose: "import", filename: "rows", size: bytes.length, content_type: contentType, sha256 }
+  })
+  if (session.status !== 201) throw new Error(session.text)
+  await h.request("PUT", session.body.data.upload_urls[0].url, { secret: h.live, raw: bytes, headers: { "content-type": "application/octet-stream" } })
+  const file = await h.request("POST", `/api/v3/uploads/${session.body.data.id}/completions`, { secret: h.live })
+  if (file.status !== 201) throw new Error(file.text)
+  return file.body.data.id as string
+}
+
+/** Start an import of `bytes` and wait for it; answers the import and its operation. */
+const importOf = async (h: Harness, bytes: Buffer, contentType: string, target = "tags") => {
+  const started = await api(h).post("/imports", { file_id: await upload(h, bytes, contentType), target })
+  if (started.status !== 202) throw new Error(`${started.status} ${started.text}`)
+  for (let i = 0; i < 300; i++) {
+    const imp = (await api(h).get(`/imports/${started.body.data.id}`)).body.data
+    if (imp.completed_at !== null) return { imp, operation: (await api(h).get(`/operations/${imp.operation_id}`)).body.data }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error("the import did not finish")
+}
+
+/** The import failed on `file_id` with the cap named, having recorded no row. */
+const expectRefused = (result: Awaited<ReturnType<typeof importOf>>, limit: string) => {
+  expect(result.imp).toMatchObject({ status: "failed", rows: 0, valid_rows: 0 })
+  expect(result.operation).toMatchObject({ status: "failed", progress: { total: 0 } })
+  expect(result.operation.error).toMatchObject({ code: "validation_failed", field: "file_id", reason: `${limit}_exceeded` })
+}
+
+/** A ZIP archive of `parts`, each deflated as it is generated (`chunks` of one part are pushed one by one: never whole in memory). */
+const zipOf = (parts: ReadonlyArray<{ name: string; chunks: () => Iterable<Uint8Array> }>): Buffer => {
+  const out: Array<Uint8Array> = []
+  const zip = new Zip((error, chunk) => {
+    if (error) throw error
+    out.push(chunk)
+  })
+  for (const part of parts) {
+    const file = new ZipDeflate(part.name, { level: 9 })
+    zip.add(file)
+    for (const chunk of part.chunks()) file.push(chunk)
+    file.push(new Uint8Array(0), true)
+  }
+  zip.end()
+  return Buffer.concat(out)
+}
+
+const text = (s: string) => () => [Buffer.from(s)]
+
+/** The parts around a first worksheet an XLSX reader looks for. */
+const workbookParts = [
+  {
+    name: "[Content_Types].xml",
+    chunks: text(
+      `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>`
+    )
+  },
+  {
+    name: "_rels/.rels",
+    chunks: text(
+      `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`
+    )
+  },
+  {
+    name: "xl/workbook.xml",
+    chunks: text(
+      `<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="a" sheetId="1" r:id="rId1"/></sheets></workbook>`
+    )
+  },
+  {
+    name: "xl/_rels/workbook.xml.rels",
+    chunks: text(
+      `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>`
+    )
+  }
+]
+
+/** The issue's bomb: a sheet of identical rows, ~64 MiB of XML deflated to a few hundred KiB (the same rows, 12 M times, were 1.45 GB). */
+const expansionBomb = () =>
+  zipOf([
+    ...workbookParts,
+    {
+      name: "xl/worksheets/sheet1.xml",
+      chunks: function* () {
+        yield Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>`)
+        yield Buffer.from(`<row r="1"><c r="A1" t="inlineStr"><is><t>name</t></is></c></row>`)
+        const rows = Buffer.from(`<row><c t="inlineStr"><is><t>boom</t></is></c></row>`.repeat(16_384))
+        for (let i = 0; i < 64 * 1024 * 1024; i += rows.length) yield rows
+        yield Buffer.from(`</sheetData></worksheet>`)
+      }
+    }
+  ])
+
+/** A workbook (written by exceljs, with its shared strings) whose row 2 holds `value`. */
+const workbookWith = async (value: string) => {
+  const workbook = new ExcelJS.Workbook()
+  const sheet = workbook.addWorksheet("rows")
+  sheet.addRow(["name"])
+  sheet.addRow([value])
+  return Buffer.from(await workbook.xlsx.writeBuffer())
+}
+
+eachStore("bounded work for hostile input", (h) => {
+  it("an XLSX expansion bomb fails its import with xlsx_expansion_ratio_exceeded, no row recorded", async () => {
+    const bomb = expansionBomb()
+    expect(bomb.length).toBeLessThan(1024 * 1024)
+    expectRefused(await importOf(h(), bomb, XLSX), "xlsx_expansion_ratio")
+  })
+
+  it("an XLSX shared string far longer than a cell may be is refused while inflating (cell_chars_exceeded)", async () => {
+    // Random text: it hardly compresses, so the expansion ratio is not what stops it.
+    const long = randomBytes(3 * 1024 * 1024).toString("base64")
+    expectRefused(await importOf(h(), await workbookWith(long), XLSX), "cell_chars")
+  })
+
+  it("an XLSX cell just over cell_chars is refused as it is read (cell_chars_exceeded); one at the cap is a row", async () => {
+    expectRefused(await importOf(h(), await workbookWith("x".repeat(IMPORT_LIMITS.cell_chars + 1)), XLSX), "cell_chars")
+    const within = await importOf(h(), await workbookWith("y".repeat(IMPORT_LIMITS.cell_chars)), XLSX)
+    // The tag's name is too long for a tag, but the row was read: its item fails on `name`.
+    expect(within.imp).toMatchObject({ rows: 1, failed_rows: 1 })
+  })
+
+  it("a CSV line over line_bytes fails the import (line_bytes_exceeded) before any row is recorded", async () => {
+    const csv = Buffer.concat([Buffer.from("name\r\nfirst\r\n"), Buffer.alloc(2 * IMPORT_LIMITS.line_bytes, "a"), Buffer.from("\r\nlast\r\n")])
+    const result = await importOf(h(), csv, "text/csv")
+    expect(result.operation.error).toMatchObject({ code: "validation_failed", field: "file_id", reason: "line_bytes_exceeded" })
+    // Only the row before the long line could have been read; the enumeration stopped at the cap.
+    expect(result.operation.progress.total).toBeLessThanOrEqual(1)
+    expect(result.imp.status).toBe("failed")
+  })
+
+  it("a JSON line over line_bytes fails the import (line_bytes_exceeded); a long string within a line over cell_chars too", async () => {
+    const line = Buffer.concat([Buffer.from('{"name":"'), Buffer.alloc(IMPORT_LIMITS.line_bytes, "b"), Buffer.from('"}\n')])
+    expectRefused(await importOf(h(), line, "application/json"), "line_bytes")
+    const cell = Buffer.from(JSON.stringify({ name: "c".repeat(IMPORT_LIMITS.cell_chars + 1) }) + "\n")
+    expectRefused(await importOf(h(), cell, "application/json"), "cell_chars")
+  })
+})
