@@ -6,7 +6,8 @@
  */
 import { createHash } from "node:crypto"
 import { randomBytes } from "node:crypto"
-import { IMPORT_LIMITS } from "@syllabus/core"
+import { CANCEL_PAGE, IMPORT_LIMITS, MAX_OPERATION_RUNS, Records, runDueOperations, UnitOfWork } from "@syllabus/core"
+import { Effect } from "effect"
 import ExcelJS from "exceljs"
 import { Zip, ZipDeflate } from "fflate"
 import { expect, it } from "vitest"
@@ -156,3 +157,83 @@ eachStore("bounded work for hostile input", (h) => {
     expectRefused(await importOf(h(), cell, "application/json"), "cell_chars")
   })
 })
+
+eachStore("bounded runs of an operation", (h) => {
+  it("an operation whose runs keep failing is not retried forever: the run after the last fails it (internal_error, run_attempts_exhausted)", async () => {
+    const done = await importOf(h(), Buffer.from(JSON.stringify({ name: `budget-${Date.now()}` }) + "\n"), "application/json")
+    expect(done.imp.status).toBe("succeeded")
+    // As if its last allowed run had died (the lease ran out long ago) with its enumeration unfinished.
+    const tenant = { accountId: h().account.account.id, environment: "production" as const }
+    await h().patchRecord(tenant, "import", done.imp.id, { status: "running", completed_at: null })
+    await h().patchRecord(tenant, "operation", done.operation.id, {
+      status: "running",
+      attempt: { number: MAX_OPERATION_RUNS, status: "running" },
+      enumerated: false,
+      finished_at: null,
+      lease_owner: "worker_dead",
+      lease_until: 0
+    })
+    let operation: Record<string, any> = {}
+    for (let i = 0; i < 100 && operation.status !== "failed"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      operation = (await api(h()).get(`/operations/${done.operation.id}`)).body.data
+    }
+    expect(operation).toMatchObject({ status: "failed", attempt: { number: MAX_OPERATION_RUNS + 1, status: "failed" } })
+    expect(operation.error).toMatchObject({ code: "internal_error", reason: "run_attempts_exhausted" })
+    expect((await api(h()).get(`/imports/${done.imp.id}`)).body.data).toMatchObject({ status: "failed" })
+  })
+})
+
+eachStore(
+  "cancellation in short transactions",
+  (h) => {
+    it(`a queued operation of 1,000 items is canceled by its worker ${CANCEL_PAGE} items per unit of work, never in one`, async () => {
+      const items = Array.from({ length: 1000 }, (_, i) => ({ key: `k${i}`, name: `never-${Date.now()}-${i}` }))
+      const started = await api(h()).post("/operations", { type: "tags.create", items })
+      expect(started.status).toBe(202)
+      const asked = await api(h()).post(`/operations/${started.body.data.id}/cancellations`)
+      expect(asked.status).toBe(200)
+      // Too many items for the request's own unit of work: the request only asks.
+      expect(asked.body.data).toMatchObject({ status: "queued", cancellation_requested: true })
+      // The worker's pass, with its units of work counted: the items each one cancels.
+      const perUnit = await h().runUseCase(
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const counts: Array<number> = []
+          let depth = 0
+          let current = 0
+          const counting = {
+            transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+              Effect.suspend(() => {
+                if (depth++ === 0) current = 0
+                return uow.transaction(effect).pipe(
+                  Effect.ensuring(
+                    Effect.sync(() => {
+                      if (--depth === 0) counts.push(current)
+                    })
+                  )
+                )
+              })
+          }
+          const countingRecords = {
+            ...records,
+            update: ((tenant, type, id, data, options) => {
+              if (type === "operation_item" && data.status === "canceled") current++
+              return records.update(tenant, type, id, data, options)
+            }) as typeof records.update
+          }
+          yield* runDueOperations().pipe(Effect.provideService(UnitOfWork, counting), Effect.provideService(Records, countingRecords))
+          return counts
+        })
+      )
+      expect(perUnit.reduce((a, b) => a + b, 0)).toBe(1000)
+      expect(Math.max(...perUnit)).toBeLessThanOrEqual(CANCEL_PAGE)
+      const operation = (await api(h()).get(`/operations/${started.body.data.id}`)).body.data
+      expect(operation).toMatchObject({ status: "canceled", progress: { done: 0, total: 1000 } })
+      const page = (await api(h()).get(`/operations/${started.body.data.id}/items?limit=200`)).body.data as Array<{ status: string }>
+      expect(page.every((item) => item.status === "canceled")).toBe(true)
+    })
+  },
+  { workers: false }
+)
