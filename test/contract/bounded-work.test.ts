@@ -17,26 +17,26 @@ import { eachStore, type Harness } from "../support/harness.js"
 const XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 /** Upload `bytes` as a file of purpose `import` (one part), answering its ID. */
-const upload = async (h: Harness, bytes: Buffer, contentType: string) => {
+const upload = async (h: Harness, bytes: Buffer, contentType: string, secret = h.live) => {
   const sha256 = createHash("sha256").update(bytes).digest("hex")
   const session = await h.request("POST", "/api/v3/uploads", {
-    secret: h.live,
+    secret,
     json: { purpose: "import", filename: "rows", size: bytes.length, content_type: contentType, sha256 }
   })
   if (session.status !== 201) throw new Error(session.text)
-  await h.request("PUT", session.body.data.upload_urls[0].url, { secret: h.live, raw: bytes, headers: { "content-type": "application/octet-stream" } })
-  const file = await h.request("POST", `/api/v3/uploads/${session.body.data.id}/completions`, { secret: h.live })
+  await h.request("PUT", session.body.data.upload_urls[0].url, { secret, raw: bytes, headers: { "content-type": "application/octet-stream" } })
+  const file = await h.request("POST", `/api/v3/uploads/${session.body.data.id}/completions`, { secret })
   if (file.status !== 201) throw new Error(file.text)
   return file.body.data.id as string
 }
 
 /** Start an import of `bytes` and wait for it; answers the import and its operation. */
-const importOf = async (h: Harness, bytes: Buffer, contentType: string, target = "tags") => {
-  const started = await api(h).post("/imports", { file_id: await upload(h, bytes, contentType), target })
+const importOf = async (h: Harness, bytes: Buffer, contentType: string, target = "tags", secret = h.live) => {
+  const started = await api(h, secret).post("/imports", { file_id: await upload(h, bytes, contentType, secret), target })
   if (started.status !== 202) throw new Error(`${started.status} ${started.text}`)
   for (let i = 0; i < 300; i++) {
-    const imp = (await api(h).get(`/imports/${started.body.data.id}`)).body.data
-    if (imp.completed_at !== null) return { imp, operation: (await api(h).get(`/operations/${imp.operation_id}`)).body.data }
+    const imp = (await api(h, secret).get(`/imports/${started.body.data.id}`)).body.data
+    if (imp.completed_at !== null) return { imp, operation: (await api(h, secret).get(`/operations/${imp.operation_id}`)).body.data }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error("the import did not finish")
@@ -155,6 +155,54 @@ eachStore("bounded work for hostile input", (h) => {
     expectRefused(await importOf(h(), line, "application/json"), "line_bytes")
     const cell = Buffer.from(JSON.stringify({ name: "c".repeat(IMPORT_LIMITS.cell_chars + 1) }) + "\n")
     expectRefused(await importOf(h(), cell, "application/json"), "cell_chars")
+  })
+})
+
+/** An export of the sandbox's tags, finished; the text of its file. */
+const exportedTags = async (h: Harness, options: Record<string, unknown>) => {
+  const started = await api(h, h.test).post("/exports", { resource_type: "tags", format: "csv", ...options })
+  if (started.status !== 202) throw new Error(`${started.status} ${started.text}`)
+  for (let i = 0; i < 200; i++) {
+    const exp = (await api(h, h.test).get(`/exports/${started.body.data.id}`)).body.data
+    if (exp.status !== "queued") {
+      expect(exp).toMatchObject({ status: "succeeded", raw_values: options.raw_values === true, byte_order_mark: options.byte_order_mark === true })
+      const res = await fetch(`${h.baseUrl}/api/v3/files/${exp.file_id}/content`, { headers: { authorization: `Bearer ${h.test}` } })
+      return Buffer.from(await res.arrayBuffer())
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error("the export did not finish")
+}
+
+eachStore("CSV formulas neutralized", (h) => {
+  it("an export's CSV neutralizes formulas with a leading quote (raw_values: as they are), a BOM on demand; the import reads the values back", async () => {
+    expect((await api(h(), h().test).post("/sandbox/resets")).status).toBeLessThan(300)
+    const names = ["=1+1", "+cmd", "-x", "@SUM(A1)", "'=quoted", "'plain quote", "plain"]
+    for (const name of names) expect((await api(h(), h().test).post("/tags", { name })).status).toBe(201)
+    const neutral = await exportedTags(h(), { byte_order_mark: true })
+    expect([...neutral.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf])
+    const text = neutral.toString("utf8")
+    for (const cell of ["'=1+1", "'+cmd", "'-x", "'@SUM(A1)", "''=quoted", "'plain quote", "plain"]) expect(text).toContain(`,${cell},`)
+    for (const formula of [",=1+1,", ",+cmd,", ",-x,", ",@SUM(A1),"]) expect(text).not.toContain(formula)
+    const raw = (await exportedTags(h(), { raw_values: true })).toString("utf8")
+    expect(raw.charCodeAt(0)).not.toBe(0xfeff)
+    for (const name of names) expect(raw).toContain(`,${name},`)
+    // The neutralized file, BOM and all, imported into the emptied sandbox: the same names.
+    expect((await api(h(), h().test).post("/sandbox/resets")).status).toBeLessThan(300)
+    const done = await importOf(h(), neutral, "text/csv", "tags", h().test)
+    expect(done.imp).toMatchObject({ status: "succeeded", rows: names.length })
+    const tags = (await api(h(), h().test).get("/tags?limit=200")).body.data as Array<{ name: string }>
+    expect(tags.map((t) => t.name).sort()).toEqual([...names].sort())
+  })
+
+  it("raw_values and byte_order_mark are CSV only: 422 validation_failed, reason csv_only, on each", async () => {
+    const res = await api(h()).post("/exports", { resource_type: "tags", format: "jsonl", raw_values: true, byte_order_mark: true })
+    expect(res.status).toBe(422)
+    expect(res.body.error.code).toBe("validation_failed")
+    expect(res.body.error.details).toEqual([
+      expect.objectContaining({ field: "raw_values", reason: "csv_only" }),
+      expect.objectContaining({ field: "byte_order_mark", reason: "csv_only" })
+    ])
   })
 })
 

@@ -48,6 +48,7 @@ import { Caller, Ids } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { type ApiError, apiError, type DetailItem, fieldError, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
+import { restoreFormula } from "../bulk/csv.js"
 import { type ItemServices, type OperationItemInput, type OperationKind, OPERATION_TYPE, startOperation } from "../operations/operations.js"
 import { applyTags } from "../sales/delivery-access.js"
 import { FileStorage } from "../ports/file-storage.js"
@@ -313,6 +314,10 @@ interface ImportSource {
   readonly dry_run: boolean
 }
 
+/** A CSV's texts as they were before an export neutralized their formulas (bulk/csv.ts). */
+const restoredValues = (values: TabularRow["values"]): TabularRow["values"] =>
+  Object.fromEntries(Object.entries(values).map(([column, value]) => [column, typeof value === "string" ? restoreFormula(value) : value]))
+
 /** A row as an operation item: the body (or the reason it could not be read) and what runs it. */
 const rowItem = (source: ImportSource, row: TabularRow): OperationItemInput => ({
   key: String(row.number),
@@ -322,7 +327,7 @@ const rowItem = (source: ImportSource, row: TabularRow): OperationItemInput => (
     dry_run: source.dry_run,
     ...(row.problem !== undefined
       ? { problem: row.problem }
-      : { body: rowBody(row.values, source.mapping, definitionOf(source.target), source.format !== "jsonl") })
+      : { body: rowBody(source.format === "csv" ? restoredValues(row.values) : row.values, source.mapping, definitionOf(source.target), source.format !== "jsonl") })
   }
 })
 
