@@ -206,6 +206,42 @@ eachStore("CSV formulas neutralized", (h) => {
   })
 })
 
+eachStore("reserved names in imports", (h) => {
+  it("__proto__, constructor, prototype as a mapping column (unknown_field) or field (reason reserved_name): 422 validation_failed on mapping.<column>", async () => {
+    const fileId = await upload(h(), Buffer.from("name\r\nx\r\n"), "text/csv")
+    // Written as raw JSON: an object literal's `__proto__` would not be a key.
+    const res = await h().request("POST", "/api/v3/imports", {
+      secret: h().live,
+      raw: `{"file_id":"${fileId}","target":"tags","mapping":{"__proto__":"name","name":"constructor","other":"custom_fields.prototype"}}`,
+      headers: { "content-type": "application/json" }
+    })
+    expect(res.status).toBe(422)
+    expect(res.body.error.code).toBe("validation_failed")
+    const fields = (res.body.error.details as Array<{ field: string; code: string; reason?: string }>).map((d) => [d.field, d.code, d.reason])
+    // A reserved column is a key the mapping cannot hold; a reserved field a value it refuses.
+    expect(fields).toEqual(
+      expect.arrayContaining([
+        ["mapping.__proto__", "unknown_field", undefined],
+        ["mapping.name", "invalid_value", "reserved_name"],
+        ["mapping.other", "invalid_value", "reserved_name"]
+      ])
+    )
+  })
+
+  it("a JSON line's __proto__ (or a nested constructor) fails its row on that field, reason reserved_name; a CSV column named prototype too", async () => {
+    const lines = ['{"name":"reserved-ok-' + Date.now() + '"}', '{"__proto__":{"name":"x"},"name":"y"}', '{"name":"z","custom_fields":{"constructor":"c"}}'].join("\n")
+    const done = await importOf(h(), Buffer.from(lines), "application/json")
+    expect(done.imp).toMatchObject({ status: "failed", rows: 3, valid_rows: 1, failed_rows: 2 })
+    const items = (await api(h()).get(`/operations/${done.operation.id}/items`)).body.data as Array<Record<string, any>>
+    const byKey = new Map(items.map((item) => [item.key, item]))
+    expect(byKey.get("2")!.error).toMatchObject({ code: "validation_failed", field: "__proto__", reason: "reserved_name" })
+    expect(byKey.get("3")!.error).toMatchObject({ code: "validation_failed", field: "custom_fields.constructor", reason: "reserved_name" })
+    const csv = await importOf(h(), Buffer.from("name,prototype\r\nreserved-csv,1\r\n"), "text/csv")
+    const [row] = (await api(h()).get(`/operations/${csv.operation.id}/items`)).body.data as Array<Record<string, any>>
+    expect(row!.error).toMatchObject({ code: "validation_failed", field: "prototype", reason: "reserved_name" })
+  })
+})
+
 eachStore("bounded runs of an operation", (h) => {
   it("an operation whose runs keep failing is not retried forever: the run after the last fails it (internal_error, run_attempts_exhausted)", async () => {
     const done = await importOf(h(), Buffer.from(JSON.stringify({ name: `budget-${Date.now()}` }) + "\n"), "application/json")

@@ -249,10 +249,8 @@ async function* xlsxRows(input: Readable, last: { number: number }): AsyncIterab
         continue
       }
       if (cells.every((cell) => cell === undefined || cell === "")) continue
-      const values: Record<string, unknown> = {}
-      header.forEach((name, i) => {
-        if (cells[i] !== undefined) values[name] = cells[i]
-      })
+      // Built from entries, not by assignment: a column named `__proto__` stays a key (the import refuses it by name).
+      const values = Object.fromEntries(header.flatMap((name, i) => (cells[i] === undefined ? [] : [[name, cells[i]]])))
       yield { number: row.number, values }
     }
     // Only the first worksheet is read; the rest of the archive is drained, not parsed.

@@ -138,12 +138,13 @@ export const detailsOf = (error: ParseResult.ParseError, location: "field" | "pa
         : issue._tag === "Unexpected"
           ? { code: location === "field" ? ("unknown_field" as const) : ("unknown_parameter" as const), params: {} }
           : (parseCoded(issue.message) ?? { code: "invalid_value" as const, params: {} })
-    // The accepted values travel as a list of their own (`allowed`), from the annotation or the schema.
-    const { allowed: annotated, ...params } = decoded.params
+    // The accepted values travel as a list of their own (`allowed`), a `reason` as the item's own.
+    const { allowed: annotated, reason, ...params } = decoded.params
     const values = annotated !== undefined ? String(annotated).split(", ") : decoded.code === "invalid_value" ? allowed.get(where) : undefined
     const item: DetailItem = {
       ...(location === "field" ? { field: where || "body" } : { parameter: where }),
       code: decoded.code,
+      ...(reason !== undefined ? { reason: String(reason) } : {}),
       ...(Object.keys(params).length > 0 ? { params } : {}),
       ...(values !== undefined ? { allowed: values } : {})
     }

@@ -29,7 +29,13 @@
  *   the same schema, scope and use case as the single route), so a row fails with the codes
  *   the route would answer, every problem itemized (`error.details`). A row the file could
  *   not give (a bad JSON line, a CSV record with the wrong number of fields) fails with
- *   `validation_failed` on `file_id`, reason `unreadable_row`.
+ *   `validation_failed` on `file_id`, reason `unreadable_row`. A row naming `__proto__`,
+ *   `constructor` or `prototype` (a column read, a JSON line's key at any depth) fails with
+ *   `validation_failed` on that field path, reason `reserved_name` (`RESERVED_KEYS`), never
+ *   dropped; in a mapping they are 422 at creation.
+ * - A file over one of `IMPORT_LIMITS` (rows, line, cell, XLSX sizes and expansion) fails the
+ *   import's operation with `validation_failed` on `file_id`, reason `<cap>_exceeded`, its
+ *   reading stopped at the cap (docs/imports.md "Limits").
  * - `dry_run: true`: every row runs the same checks and the same write inside a unit of work
  *   that is rolled back, so nothing is kept (no record, event nor audit entry) and each row is
  *   valid or failed as it would be. Rows are checked one by one against the account as it is:
@@ -119,8 +125,19 @@ const definitionOf = (target: ImportTarget): ResourceDefinition | undefined => {
   return plural === null ? undefined : describedResources.find((d) => d.plural === plural)
 }
 
+/**
+ * Names an object never takes from a file or a mapping (issue 23): `__proto__` would set the
+ * prototype of the object it is written into (and a schema drops it without a word),
+ * `constructor` and `prototype` shadow what every object inherits. Refused, itemized, by name.
+ */
+export const RESERVED_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
+const RESERVED = "invalid_value|reason=reserved_name"
+
+const MappingColumn = Schema.String.pipe(Schema.filter((s) => !RESERVED_KEYS.has(s) || RESERVED))
+
 const FieldPath = Schema.String.pipe(
   Schema.filter((s) => /^[a-z_][a-z0-9_]*(\.[A-Za-z0-9_-]{1,64})?$/.test(s) || "invalid_value|expected=a field name, or field.key"),
+  Schema.filter((s) => s.split(".").every((part) => !RESERVED_KEYS.has(part)) || RESERVED),
   Schema.annotations({ jsonSchema: { type: "string", pattern: "^[a-z_][a-z0-9_]*(\\.[A-Za-z0-9_-]{1,64})?$" } })
 )
 
@@ -128,8 +145,8 @@ export const CreateImportBody = Schema.Struct({
   file_id: PublicId("file").annotations({ description: "A file of purpose `import` (CSV, JSON lines or XLSX)." }),
   target: Schema.String.annotations({ description: `What each row creates: ${importTargets.map((t) => `\`${t}\``).join(", ")}.` }),
   mapping: Schema.optional(
-    Schema.Record({ key: Schema.String, value: FieldPath }).annotations({
-      description: "Column (CSV/XLSX header, JSON line key) → field of the target's create body (`custom_fields.city` for one level down). Given: only mapped columns are read. Omitted: every column is the field of its name. At most 1,000 entries."
+    Schema.Record({ key: MappingColumn, value: FieldPath }).annotations({
+      description: "Column (CSV/XLSX header, JSON line key) → field of the target's create body (`custom_fields.city` for one level down). Given: only mapped columns are read. Omitted: every column is the field of its name. At most 1,000 entries. `__proto__`, `constructor` and `prototype` are refused: as a column, 422 `unknown_field` on `mapping.<column>`; as a field, 422 on `mapping.<column>`, reason `reserved_name`."
     })
   ),
   dry_run: Schema.optional(Bool).annotations({ description: "Check every row (the same checks and writes, rolled back) without keeping anything." })
@@ -318,7 +335,23 @@ interface ImportSource {
 const restoredValues = (values: TabularRow["values"]): TabularRow["values"] =>
   Object.fromEntries(Object.entries(values).map(([column, value]) => [column, typeof value === "string" ? restoreFormula(value) : value]))
 
-/** A row as an operation item: the body (or the reason it could not be read) and what runs it. */
+/** The reserved names among a row's keys (`RESERVED_KEYS`), as field paths: of the columns read, and inside a JSON line's objects. */
+const reservedKeysOf = (values: TabularRow["values"], mapping: Readonly<Record<string, string>> | null): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  const walk = (value: unknown, path: string, depth: number) => {
+    if (value === null || typeof value !== "object" || depth > 16) return
+    for (const key of Object.keys(value)) {
+      const field = path === "" ? key : `${path}.${key}`
+      if (RESERVED_KEYS.has(key)) found.push(field)
+      else walk((value as Record<string, unknown>)[key], field, depth + 1)
+    }
+  }
+  const read = mapping === null ? values : Object.fromEntries(Object.entries(values).filter(([column]) => Object.hasOwn(mapping, column)))
+  walk(read, "", 0)
+  return found
+}
+
+/** A row as an operation item: the body (or the reason it could not be read, or its reserved keys) and what runs it. */
 const rowItem = (source: ImportSource, row: TabularRow): OperationItemInput => ({
   key: String(row.number),
   payload: {
@@ -327,6 +360,8 @@ const rowItem = (source: ImportSource, row: TabularRow): OperationItemInput => (
     dry_run: source.dry_run,
     ...(row.problem !== undefined
       ? { problem: row.problem }
+      : reservedKeysOf(row.values, source.mapping).length > 0
+        ? { reserved_keys: [...reservedKeysOf(row.values, source.mapping)] }
       : { body: rowBody(source.format === "csv" ? restoredValues(row.values) : row.values, source.mapping, definitionOf(source.target), source.format !== "jsonl") })
   }
 })
@@ -381,6 +416,10 @@ const runRow = (payload: JsonObject): Effect.Effect<Json, ApiError, ItemServices
     const row = Number(payload.row)
     if (typeof payload.problem === "string") {
       return yield* Effect.fail(fieldError("validation_failed", "file_id", { reason: "unreadable_row", params: { row } }))
+    }
+    if (Array.isArray(payload.reserved_keys)) {
+      const details = payload.reserved_keys.map((field): DetailItem => ({ field: String(field), code: "invalid_value", reason: "reserved_name" }))
+      return yield* Effect.fail(apiError("validation_failed", { details }))
     }
     const target = String(payload.target) as ImportTarget
     const body = (payload.body ?? {}) as JsonObject
