@@ -252,6 +252,7 @@ eachStore("bounded runs of an operation", (h) => {
     await h().patchRecord(tenant, "operation", done.operation.id, {
       status: "running",
       attempt: { number: MAX_OPERATION_RUNS, status: "running" },
+      runs: MAX_OPERATION_RUNS,
       enumerated: false,
       finished_at: null,
       lease_owner: "worker_dead",
@@ -265,6 +266,34 @@ eachStore("bounded runs of an operation", (h) => {
     expect(operation).toMatchObject({ status: "failed", attempt: { number: MAX_OPERATION_RUNS + 1, status: "failed" } })
     expect(operation.error).toMatchObject({ code: "internal_error", reason: "run_attempts_exhausted" })
     expect((await api(h()).get(`/imports/${done.imp.id}`)).body.data).toMatchObject({ status: "failed" })
+  })
+})
+
+eachStore("a resumption starts the retry budget over", (h) => {
+  it("an operation that used its runs, resumed by the client, runs again", async () => {
+    const name = `resume-budget-${Date.now()}`
+    const done = await importOf(h(), Buffer.from(JSON.stringify({ name }) + "\n"), "application/json")
+    expect(done.imp.status).toBe("succeeded")
+    // As if its only row had failed by an outage on the last run the budget allowed.
+    const [item] = (await api(h()).get(`/operations/${done.operation.id}/items`)).body.data as Array<Record<string, any>>
+    expect((await api(h()).del(`/tags/${item!.result.id}`)).status).toBeLessThan(300)
+    const tenant = { accountId: h().account.account.id, environment: "production" as const }
+    const outage = { code: "storage_unavailable", message: "The storage is unavailable.", field: null, reason: null, resource_id: null }
+    await h().patchRecord(tenant, "operation_item", item!.id, { status: "failed", error: outage, result: null })
+    await h().patchRecord(tenant, "operation", done.operation.id, {
+      status: "failed",
+      attempt: { number: MAX_OPERATION_RUNS, status: "failed" },
+      runs: MAX_OPERATION_RUNS,
+      progress: { done: 0, failed: 1, total: 1 },
+      error: outage
+    })
+    expect((await api(h()).post(`/operations/${done.operation.id}/resumptions`)).status).toBe(200)
+    let operation: Record<string, any> = {}
+    for (let i = 0; i < 100 && !["succeeded", "failed"].includes(operation.status); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      operation = (await api(h()).get(`/operations/${done.operation.id}`)).body.data
+    }
+    expect(operation).toMatchObject({ status: "succeeded", error: null, progress: { done: 1, failed: 0 } })
   })
 })
 

@@ -318,6 +318,8 @@ const claim = (record: StoredRecord, now: number, owner: string) =>
           ...record.data,
           status: "running",
           attempt: { number: Number((record.data.attempt as JsonObject | null)?.number ?? 0) + 1, status: "running" },
+          // Internal: the runs since it was started or last resumed (the retry budget, `MAX_OPERATION_RUNS`).
+          runs: runsOf(record) + 1,
           started_at: record.data.started_at ?? formatTimestamp(now),
           lease_owner: owner,
           lease_until: now + OPERATION_LEASE_MS
@@ -331,11 +333,16 @@ const claim = (record: StoredRecord, now: number, owner: string) =>
   )
 
 /**
- * Runs of an operation at most (issue 23): a run that fails (its worker died, an outage, a file
- * that never ends) is taken over when its lease has run out and `retryDelay` more has passed;
- * the run after the last fails the operation with `internal_error`, reason `run_attempts_exhausted`.
+ * Runs of an operation at most (issue 23), counted from its start or its last resumption (a
+ * resumption is the client's and starts the count over): a run that fails (its worker died, an
+ * outage, a file that never ends) is taken over when its lease has run out and `retryDelay`
+ * more has passed; the run after the last fails the operation with `internal_error`, reason
+ * `run_attempts_exhausted`.
  */
 export const MAX_OPERATION_RUNS = 5
+/** The runs of an operation since it was started or last resumed (an operation recorded before the budget: its attempts). */
+const runsOf = (record: StoredRecord): number =>
+  Number(record.data.runs ?? (record.data.attempt as JsonObject | null)?.number ?? 0)
 /** How long after its lease ran out a stalled run is taken over: 15 s, doubling per run, at most 10 min. */
 export const retryDelay = (attempt: number): number => Math.min(15 * SECOND * 2 ** Math.max(0, attempt - 1), 600 * SECOND)
 
@@ -421,8 +428,7 @@ const runOperation = (operation: StoredRecord, owner: string) =>
     const kinds = yield* OperationKinds
     const kind = kinds.get(String(operation.data.type))
     const caller = workerCaller(operation)
-    const attempt = Number((operation.data.attempt as JsonObject | null)?.number ?? 1)
-    if (attempt > MAX_OPERATION_RUNS) {
+    if (runsOf(operation) > MAX_OPERATION_RUNS) {
       const exhausted = apiError("internal_error", { reason: "run_attempts_exhausted", params: { max: MAX_OPERATION_RUNS } })
       return yield* finishOperation(operation, owner, caller, exhausted)
     }
@@ -724,7 +730,7 @@ const dueOperations = (now: number, limit: number) =>
       )
     }), ({ queued, stalled }) => ({
       queued,
-      stalled: stalled.filter((r) => Number(r.data.lease_until) + retryDelay(Number((r.data.attempt as JsonObject | null)?.number ?? 1)) < now)
+      stalled: stalled.filter((r) => Number(r.data.lease_until) + retryDelay(runsOf(r)) < now)
     })))
 
 /** One pass of a worker: claim and run what is due. Answers how many operations it ran. */
@@ -882,6 +888,8 @@ export const resumeOperation = Effect.fn("Operations.resume")(function* (id: str
     ...record.data,
     status: "queued",
     attempt: { ...(record.data.attempt as JsonObject), status: "queued" },
+    // A resumption is the client's: the retry budget starts over.
+    runs: 0,
     progress: { ...progress, failed: progress.failed - recoverable.length },
     error: null,
     finished_at: null
