@@ -7,6 +7,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { IMPORT_LIMITS, type TabularFormat, TabularReader } from "@syllabus/core"
 import { StreamingTabularReader } from "@syllabus/http"
 import { Effect, Either, Stream } from "effect"
+import { randomBytes } from "node:crypto"
+import { Zip, ZipDeflate } from "fflate"
 
 /** The outcome of reading `chunks` (pulled lazily), and how many bytes the reader pulled. */
 const read = (format: TabularFormat, chunks: () => Iterable<Uint8Array>) =>
@@ -51,6 +53,31 @@ describe("import limits", () => {
       expect(rows).toBeLessThanOrEqual(1)
       expect(pulled).toBeLessThanOrEqual(IMPORT_LIMITS.line_bytes + 2 * MiB)
     }))
+
+  it.effect("an XLSX whose shared strings inflate past xlsx_shared_strings_bytes (text that hardly compresses): refused before any row", () =>
+    Effect.gen(function* () {
+      // 64 KiB of random text in 16-byte strings, repeated: DEFLATE's 32 KiB window cannot see the repeat, so the ratio stays low.
+      const strings = Buffer.from(
+        Array.from({ length: 4096 }, () => `<si><t>${randomBytes(9).toString("base64")}</t></si>`).join("")
+      )
+      const out: Array<Uint8Array> = []
+      const zip = new Zip((error, chunk) => {
+        if (error) throw error
+        out.push(chunk)
+      })
+      const part = new ZipDeflate("xl/sharedStrings.xml", { level: 1 })
+      zip.add(part)
+      for (let n = 0; n <= IMPORT_LIMITS.xlsx_shared_strings_bytes; n += strings.length) part.push(strings)
+      part.push(new Uint8Array(0), true)
+      zip.end()
+      const archive = Buffer.concat(out)
+      expect(archive.length * IMPORT_LIMITS.xlsx_expansion_ratio).toBeGreaterThan(IMPORT_LIMITS.xlsx_shared_strings_bytes)
+      const { outcome, rows } = yield* read("xlsx", function* () {
+        for (let i = 0; i < archive.length; i += MiB) yield archive.subarray(i, i + MiB)
+      })
+      expect(limitOf(outcome)).toBe("xlsx_shared_strings_bytes")
+      expect(rows).toBe(0)
+    }), 60_000)
 
   it.effect("rows: the row after the cap fails the file, every row before it read", () =>
     Effect.gen(function* () {
