@@ -65,7 +65,7 @@ eachStore("exports", (h) => {
     expect(start.status, start.text).toBe(202)
     const queued = start.body.data
     expect(Object.keys(queued)).toEqual([
-      "object", "id", "resource_type", "format", "filters", "status", "personal_data", "row_count", "size", "file_id", "operation_id", "error", "created_at", "completed_at", "expires_at"
+      "object", "id", "resource_type", "format", "filters", "raw_values", "byte_order_mark", "status", "personal_data", "row_count", "size", "file_id", "operation_id", "error", "created_at", "completed_at", "expires_at"
     ])
     expect(queued).toMatchObject({ object: "export", resource_type: "users", format: "jsonl", filters: { status: "blocked" }, status: "queued", personal_data: true, row_count: null, file_id: null })
     expect(queued.id).toMatch(/^exp_[0-9A-Za-z]{9}$/)

@@ -25,9 +25,11 @@
  *   `document` and `phone` are null unless the credential that started the export held
  *   `users.read_personal` (the item runs with the starter's grant). JSON lines: one
  *   representation per line, `\n` ended, UTF-8 (an import reads it back as is). CSV (RFC 4180,
- *   CRLF, UTF-8 without BOM): a header of the representation's fields, in order; null is an
- *   empty cell, booleans `true`/`false`, objects and arrays their JSON text in the cell; cells
- *   are quoted when they hold `"`, `,`, CR or LF. No formula escaping: a cell is the value.
+ *   CRLF, UTF-8, a byte-order mark first when `byte_order_mark: true`): a header of the
+ *   representation's fields, in order; null is an empty cell, booleans `true`/`false`, objects
+ *   and arrays their JSON text in the cell; cells are quoted when they hold `"`, `,`, CR or LF. A
+ *   formula is neutralized with a leading `'` unless `raw_values: true` (bulk/csv.ts: the import
+ *   of a CSV reads it back to the value). Both options are CSV only (422 `csv_only` otherwise).
  * - The file (`fil_`, purpose `export`) is readable with `GET /files/{file_id}` and its bytes
  *   with `/content` for `EXPORT_RETENTION_MS` (7 days) after the export completed; then the
  *   housekeeping removes it (`sweepExpiredFiles`) and the export reads `status: expired`
@@ -45,6 +47,7 @@ import { allows } from "../access/policies.js"
 import { reachAlternatives, reachOf, reaches, requirementsJson } from "../access/scope.js"
 import { type ApiError, apiError, type DetailItem, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
+import { BYTE_ORDER_MARK, csvLine } from "./csv.js"
 import { type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
 import { FileStorage, type StoredPart } from "../ports/file-storage.js"
 import {
@@ -69,7 +72,7 @@ import {
   resourceView,
   SEARCH_FIELD
 } from "../records/resource.js"
-import { detailsOf, Enum, PublicId, strict, Text } from "../records/schema.js"
+import { Bool, detailsOf, Enum, PublicId, strict, Text } from "../records/schema.js"
 import { DAY, formatTimestamp } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { showcases } from "../catalog/showcases.js"
@@ -146,6 +149,8 @@ export const exportFields = [
   "resource_type",
   "format",
   "filters",
+  "raw_values",
+  "byte_order_mark",
   "status",
   "personal_data",
   "row_count",
@@ -169,7 +174,11 @@ export const CreateExportBody = Schema.Struct({
     Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
       description: "The list route's query parameters as an object (e.g. `{ \"status\": \"active\" }`); a nested resource's parents are required here (`product_id`)."
     })
-  )
+  ),
+  raw_values: Schema.optional(Bool).annotations({
+    description: "CSV only: write every cell as its value, without the leading `'` that neutralizes a formula (a cell starting with `=`, `+`, `-`, `@`, tab or CR). Default false."
+  }),
+  byte_order_mark: Schema.optional(Bool).annotations({ description: "CSV only: start the file with a UTF-8 byte-order mark (for spreadsheets that need it). Default false." })
 }).annotations({ identifier: "CreateExportBody" })
 export type CreateExportBody = typeof CreateExportBody.Type
 
@@ -229,6 +238,10 @@ export const createExport = Effect.fn("Exports.create")(function* (body: CreateE
     return yield* Effect.fail(apiError("validation_failed", { details }))
   }
   const filters = decoded.right
+  const csvOnly: ReadonlyArray<DetailItem> = body.format === "csv" ? [] : (["raw_values", "byte_order_mark"] as const)
+    .filter((option) => body[option] === true)
+    .map((field) => ({ field, code: "invalid_value", reason: "csv_only" }))
+  if (csvOnly.length > 0) return yield* Effect.fail(apiError("validation_failed", { details: csvOnly }))
   const capability = `${definition.plural}.read`
   if (!allows(caller.grant, capability)) return yield* Effect.fail(apiError("permission_denied", { params: { capability } }))
   if (definition.type === "user" && filters.email !== undefined && caller.grant.get(READ_PERSONAL) !== "all") {
@@ -253,6 +266,8 @@ export const createExport = Effect.fn("Exports.create")(function* (body: CreateE
     resource_type: body.resource_type,
     format: body.format,
     filters: filters as JsonObject,
+    raw_values: body.raw_values === true,
+    byte_order_mark: body.byte_order_mark === true,
     status: "queued",
     personal_data: definition.type === "user" && personalHeld === "all",
     row_count: null,
@@ -312,18 +327,6 @@ export const listExports = Effect.fn("Exports.list")(function* (query: {
 // ---------------------------------------------------------------------------------------
 // The worker
 
-const CRLF = "\r\n"
-const needsQuotes = /[",\r\n]/
-
-/** One CSV cell (RFC 4180): null empty, objects and arrays as their JSON text. */
-export const csvCell = (value: Json | undefined): string => {
-  if (value === null || value === undefined) return ""
-  const text = typeof value === "object" ? JSON.stringify(value) : String(value)
-  return needsQuotes.test(text) ? `"${text.replaceAll('"', '""')}"` : text
-}
-
-export const csvLine = (cells: ReadonlyArray<Json | undefined>): string => cells.map(csvCell).join(",") + CRLF
-
 const encoder = new TextEncoder()
 
 /**
@@ -344,6 +347,7 @@ const writeExportFile = (exportRecord: StoredRecord, key: string, uploadId: stri
     const where = filtersWhere(definition, filters)
     const sort = { ...resourceSort(definition, definition.sorts[0]!.name), direction: "asc" as const }
     const csv = exportRecord.data.format === "csv"
+    const csvOptions = { rawValues: exportRecord.data.raw_values === true }
     const columns = representationFields(definition)
 
     const parts: Array<StoredPart> = []
@@ -363,7 +367,7 @@ const writeExportFile = (exportRecord: StoredRecord, key: string, uploadId: stri
       parts.push(part)
     })
 
-    if (csv) push(csvLine(columns))
+    if (csv) push((exportRecord.data.byte_order_mark === true ? BYTE_ORDER_MARK : "") + csvLine(columns, csvOptions))
     let rows = 0
     let after: { value: string | number | null; id: string } | undefined
     for (;;) {
@@ -371,7 +375,7 @@ const writeExportFile = (exportRecord: StoredRecord, key: string, uploadId: stri
       const shown = view ? yield* view(page.map((r) => resourceView(definition, r))) : page.map((r) => resourceView(definition, r))
       // A page's lines encoded at once: one chunk per page, not one per row.
       let lines = ""
-      for (const item of shown) lines += csv ? csvLine(columns.map((c) => item[c])) : JSON.stringify(item) + "\n"
+      for (const item of shown) lines += csv ? csvLine(columns.map((c) => item[c]), csvOptions) : JSON.stringify(item) + "\n"
       if (lines !== "") push(lines)
       rows += page.length
       if (pendingBytes >= EXPORT_PART_BYTES) yield* flush

@@ -318,6 +318,8 @@ const claim = (record: StoredRecord, now: number, owner: string) =>
           ...record.data,
           status: "running",
           attempt: { number: Number((record.data.attempt as JsonObject | null)?.number ?? 0) + 1, status: "running" },
+          // Internal: the runs since it was started or last resumed (the retry budget, `MAX_OPERATION_RUNS`).
+          runs: runsOf(record) + 1,
           started_at: record.data.started_at ?? formatTimestamp(now),
           lease_owner: owner,
           lease_until: now + OPERATION_LEASE_MS
@@ -329,6 +331,20 @@ const claim = (record: StoredRecord, now: number, owner: string) =>
         Effect.catchTag("RevisionConflict", () => Effect.succeedNone)
       )
   )
+
+/**
+ * Runs of an operation at most (issue 23), counted from its start or its last resumption (a
+ * resumption is the client's and starts the count over): a run that fails (its worker died, an
+ * outage, a file that never ends) is taken over when its lease has run out and `retryDelay`
+ * more has passed; the run after the last fails the operation with `internal_error`, reason
+ * `run_attempts_exhausted`.
+ */
+export const MAX_OPERATION_RUNS = 5
+/** The runs of an operation since it was started or last resumed (an operation recorded before the budget: its attempts). */
+const runsOf = (record: StoredRecord): number =>
+  Number(record.data.runs ?? (record.data.attempt as JsonObject | null)?.number ?? 0)
+/** How long after its lease ran out a stalled run is taken over: 15 s, doubling per run, at most 10 min. */
+export const retryDelay = (attempt: number): number => Math.min(15 * SECOND * 2 ** Math.max(0, attempt - 1), 600 * SECOND)
 
 /** Errors worth another attempt: the outages, not the refusals (a resumption re-runs only these). */
 export const isRecoverable = (code: string): boolean =>
@@ -412,8 +428,14 @@ const runOperation = (operation: StoredRecord, owner: string) =>
     const kinds = yield* OperationKinds
     const kind = kinds.get(String(operation.data.type))
     const caller = workerCaller(operation)
+    if (runsOf(operation) > MAX_OPERATION_RUNS) {
+      const exhausted = apiError("internal_error", { reason: "run_attempts_exhausted", params: { max: MAX_OPERATION_RUNS } })
+      return yield* finishOperation(operation, owner, caller, exhausted)
+    }
     if (kind?.enumerate !== undefined && operation.data.enumerated === false) {
-      if (!(yield* enumerateItems(operation, owner, caller, kind.enumerate))) return // another worker took over
+      const enumerated = yield* enumerateItems(operation, owner, caller, kind.enumerate)
+      if (enumerated === false) return // another worker took over
+      if (enumerated !== true) return yield* finishOperation(operation, owner, caller, enumerated)
     }
 
     /** An item's write and its `succeeded` record, inside the unit of work of its chunk. */
@@ -506,7 +528,8 @@ export const ENUMERATION_PAGE = 500
  * Record the items of an enumerated operation from its kind's stream, a page per unit of work
  * holding the lease (the page and the grown `progress.total` commit together, so the count
  * recorded is where a worker that takes over resumes). Stops at a cancellation. `false`: the
- * lease was lost.
+ * lease was lost; an `ApiError`: the stream refused the source (not an outage), the error the
+ * operation fails with.
  */
 const enumerateItems = (
   operation: StoredRecord,
@@ -526,7 +549,7 @@ const enumerateItems = (
       else if (current.data.cancellation_requested === true) outcome = "canceled"
       return outcome === "held" ? current : undefined
     })
-    yield* enumerate((operation.data.enumeration ?? {}) as JsonObject, skip).pipe(
+    const enumerated = yield* enumerate((operation.data.enumeration ?? {}) as JsonObject, skip).pipe(
       Stream.grouped(ENUMERATION_PAGE),
       Stream.runForEachWhile((page) =>
         uow.transaction(
@@ -548,8 +571,15 @@ const enumerateItems = (
           })
         ).pipe(Effect.zipLeft(yieldToEventLoop))
       ),
-      Effect.provideService(Caller, caller)
+      Effect.provideService(Caller, caller),
+      Effect.either
     )
+    if (enumerated._tag === "Left") {
+      const error = enumerated.left
+      // A refusal of the source (a file over a cap): the operation fails with it, not run again. An outage: the run fails.
+      if (error._tag === "ApiError" && !isRecoverable(error.code)) return error
+      return yield* Effect.fail(error)
+    }
     if (outcome !== "held") return outcome === "canceled"
     return yield* uow.transaction(
       Effect.gen(function* () {
@@ -579,38 +609,65 @@ const tallyItems = (operation: StoredRecord) =>
     }
   })
 
-/** Mark the queued items of an operation canceled, a page at a time (each page leaves `queued`, so the next read starts over). */
-const cancelQueuedItems = (operation: StoredRecord, at: string) =>
-  Effect.gen(function* () {
-    const records = yield* Records
-    for (;;) {
-      const page = yield* records.list(operation.tenant, OPERATION_ITEM_TYPE, {
-        where: [
-          { field: "operation_id", op: "eq", value: operation.id },
-          { field: "status", op: "eq", value: "queued" }
-        ],
-        sort: { field: "id", kind: "text", direction: "asc" },
-        limit: ITEMS_PAGE
-      })
-      yield* Effect.forEach(page, (i) => records.update(operation.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: at }))
-      if (page.length < ITEMS_PAGE) return
-    }
-  })
+/**
+ * Items a cancellation marks per unit of work: an operation's million items are canceled in
+ * many short transactions, never one over all of them (on PostgreSQL, one SERIALIZABLE
+ * transaction over every item filled the cluster's predicate-lock table: issue 23).
+ */
+export const CANCEL_PAGE = 200
 
-/** The end of a run: succeeded, failed (its error: the first failed item, or `items_failed`), or canceled. */
-const finishOperation = (operation: StoredRecord, owner: string, caller: CallerInfo) =>
+/**
+ * Mark the queued items of an operation canceled, a page per unit of work (each page leaves
+ * `queued`, so the next read starts over), while `stillOurs` holds (read in each unit of work).
+ */
+const cancelQueuedItems = (operation: StoredRecord, stillOurs: (current: StoredRecord | undefined) => boolean) =>
   Effect.gen(function* () {
     const records = yield* Records
     const uow = yield* UnitOfWork
+    for (;;) {
+      const more = yield* uow.transaction(
+        Effect.gen(function* () {
+          if (!stillOurs(yield* records.get(operation.tenant, OPERATION_TYPE, operation.id))) return false
+          const page = yield* records.list(operation.tenant, OPERATION_ITEM_TYPE, {
+            where: [
+              { field: "operation_id", op: "eq", value: operation.id },
+              { field: "status", op: "eq", value: "queued" }
+            ],
+            sort: { field: "id", kind: "text", direction: "asc" },
+            limit: CANCEL_PAGE
+          })
+          const at = formatTimestamp(yield* Clock.currentTimeMillis)
+          yield* Effect.forEach(page, (i) => records.update(operation.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: at }))
+          return page.length === CANCEL_PAGE
+        })
+      )
+      if (!more) return
+      yield* yieldToEventLoop
+    }
+  })
+
+/**
+ * The end of a run: succeeded, failed (its error: `refusal`, the first failed item, or
+ * `items_failed`), or canceled. A canceled or refused operation's queued items are canceled
+ * first, a page at a time.
+ */
+const finishOperation = (operation: StoredRecord, owner: string, caller: CallerInfo, refusal?: ApiError) =>
+  Effect.gen(function* () {
+    const records = yield* Records
+    const uow = yield* UnitOfWork
+    const ours = (current: StoredRecord | undefined) => current !== undefined && current.data.lease_owner === owner
+    const before = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
+    if (refusal !== undefined || before?.data.cancellation_requested === true) yield* cancelQueuedItems(operation, ours)
     yield* uow.transaction(
       Effect.gen(function* () {
         const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
-        if (!current || current.data.lease_owner !== owner) return
-        const canceled = current.data.cancellation_requested === true
+        if (!current || !ours(current)) return
+        const canceled = refusal === undefined && current.data.cancellation_requested === true
         const now = yield* Clock.currentTimeMillis
-        if (canceled) yield* cancelQueuedItems(operation, formatTimestamp(now))
+        // A cancellation asked for after the pages above: its last items (fewer than a page, the run had stopped).
+        if (canceled) yield* cancelQueuedItems(operation, ours)
         const { progress, firstFailed } = yield* tallyItems(operation)
-        const status = canceled ? "canceled" : progress.failed > 0 ? "failed" : "succeeded"
+        const status = canceled ? "canceled" : refusal !== undefined || progress.failed > 0 ? "failed" : "succeeded"
         const firstError = firstFailed?.data.error as JsonObject | undefined
         const saved = yield* records.update(
           operation.tenant,
@@ -624,7 +681,9 @@ const finishOperation = (operation: StoredRecord, owner: string, caller: CallerI
             error:
               status !== "failed"
                 ? null
-                : progress.failed === 1 && firstError
+                : refusal !== undefined
+                  ? itemFailure(refusal, null)
+                  : progress.failed === 1 && firstError
                   ? firstError
                   : { code: "items_failed", message: `${progress.failed} items failed.`, field: null, reason: firstError ? String(firstError.code) : null, resource_id: null },
             finished_at: formatTimestamp(now),
@@ -653,10 +712,13 @@ export const operationsAccessPaths: ReadonlyArray<AccessPath> = [
   listPath(OPERATION_ITEM_TYPE, ["operation_id", "status"], [{ field: "id", kind: "text" }])
 ]
 
-/** What is due across tenants, at most `limit` of each: queued operations, and running ones whose lease ran out. */
+/**
+ * What is due across tenants, at most `limit` of each: queued operations, and running ones whose
+ * lease ran out at least `retryDelay` of their attempt ago.
+ */
 const dueOperations = (now: number, limit: number) =>
   Effect.flatMap(Records, (records) =>
-    Effect.all({
+    Effect.map(Effect.all({
       queued: records.scan(OPERATION_TYPE, [{ field: "status", op: "eq", value: "queued" }], limit),
       stalled: records.scan(
         OPERATION_TYPE,
@@ -666,7 +728,10 @@ const dueOperations = (now: number, limit: number) =>
         ],
         limit
       )
-    }))
+    }), ({ queued, stalled }) => ({
+      queued,
+      stalled: stalled.filter((r) => Number(r.data.lease_until) + retryDelay(runsOf(r)) < now)
+    })))
 
 /** One pass of a worker: claim and run what is due. Answers how many operations it ran. */
 export const runDueOperations = Effect.fn("Operations.runDue")(function* (batch = 10) {
@@ -764,8 +829,10 @@ const saveOperation = (record: StoredRecord, data: JsonObject) =>
   )
 
 /**
- * Ask an operation to stop. A queued one is canceled at once; a running one stops before its
- * next item (its worker sees the request). A finished one: 422 `operation_not_cancelable`.
+ * Ask an operation to stop. A queued one of at most `CANCEL_PAGE` items is canceled at once (its
+ * items in the request's unit of work); a running one, or a queued one with more items, stops
+ * before its next item: its worker sees the request and cancels the queued items a page per unit
+ * of work. A finished one: 422 `operation_not_cancelable`.
  */
 export const cancelOperation = Effect.fn("Operations.cancel")(function* (id: string) {
   const caller = yield* Caller
@@ -773,9 +840,18 @@ export const cancelOperation = Effect.fn("Operations.cancel")(function* (id: str
   const now = yield* Clock.currentTimeMillis
   const record = yield* loadOperation(id)
   if (finishedStatuses.includes(String(record.data.status))) return yield* Effect.fail(apiError("operation_not_cancelable"))
-  const queued = record.data.status === "queued"
+  const items =
+    record.data.status === "queued"
+      ? yield* records
+          .list(caller.tenant, OPERATION_ITEM_TYPE, {
+            where: [{ field: "operation_id", op: "eq", value: record.id }],
+            sort: { field: "id", kind: "text", direction: "asc" },
+            limit: CANCEL_PAGE + 1
+          })
+          .pipe(Effect.mapError(writeUnavailable))
+      : undefined
+  const queued = items !== undefined && items.length <= CANCEL_PAGE
   if (queued) {
-    const items = yield* itemsOf(record).pipe(Effect.mapError(writeUnavailable))
     yield* Effect.forEach(items, (i) =>
       records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "canceled", finished_at: formatTimestamp(now) })
     ).pipe(Effect.mapError(writeUnavailable))
@@ -812,6 +888,8 @@ export const resumeOperation = Effect.fn("Operations.resume")(function* (id: str
     ...record.data,
     status: "queued",
     attempt: { ...(record.data.attempt as JsonObject), status: "queued" },
+    // A resumption is the client's: the retry budget starts over.
+    runs: 0,
     progress: { ...progress, failed: progress.failed - recoverable.length },
     error: null,
     finished_at: null

@@ -149,7 +149,7 @@ export const detailsOf = (error: ParseResult.ParseError, location: "field" | "pa
         : issue._tag === "Unexpected"
           ? { code: location === "field" ? ("unknown_field" as const) : ("unknown_parameter" as const), params: {} }
           : (parseCoded(issue.message) ?? { code: "invalid_value" as const, params: {} })
-    // The accepted values travel as a list of their own (`allowed`), from the annotation or the schema.
+    // The accepted values travel as a list of their own (`allowed`), from the annotation or the schema; a `reason` as the item's own.
     const { allowed: annotated, reason, ...params } = decoded.params
     const values = annotated !== undefined ? String(annotated).split(", ") : decoded.code === "invalid_value" ? allowed.get(where) : undefined
     const item: DetailItem = {

@@ -29,7 +29,13 @@
  *   the same schema, scope and use case as the single route), so a row fails with the codes
  *   the route would answer, every problem itemized (`error.details`). A row the file could
  *   not give (a bad JSON line, a CSV record with the wrong number of fields) fails with
- *   `validation_failed` on `file_id`, reason `unreadable_row`.
+ *   `validation_failed` on `file_id`, reason `unreadable_row`. A row naming `__proto__`,
+ *   `constructor` or `prototype` (a column read, a JSON line's key at any depth) fails with
+ *   `validation_failed` on that field path, reason `reserved_name` (`RESERVED_KEYS`), never
+ *   dropped; in a mapping they are 422 at creation.
+ * - A file over one of `IMPORT_LIMITS` (rows, line, cell, XLSX sizes and expansion) fails the
+ *   import's operation with `validation_failed` on `file_id`, reason `<cap>_exceeded`, its
+ *   reading stopped at the cap (docs/imports.md "Limits").
  * - `dry_run: true`: every row runs the same checks and the same write inside a unit of work
  *   that is rolled back, so nothing is kept (no record, event nor audit entry) and each row is
  *   valid or failed as it would be. Rows are checked one by one against the account as it is:
@@ -48,6 +54,7 @@ import { Caller, Ids } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { type ApiError, apiError, type DetailItem, fieldError, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
+import { restoreFormula } from "../bulk/csv.js"
 import { type ItemServices, type OperationItemInput, type OperationKind, OPERATION_TYPE, startOperation } from "../operations/operations.js"
 import { applyTags } from "../sales/delivery-access.js"
 import { FileStorage } from "../ports/file-storage.js"
@@ -118,8 +125,19 @@ const definitionOf = (target: ImportTarget): ResourceDefinition | undefined => {
   return plural === null ? undefined : describedResources.find((d) => d.plural === plural)
 }
 
+/**
+ * Names an object never takes from a file or a mapping (issue 23): `__proto__` would set the
+ * prototype of the object it is written into (and a schema drops it without a word),
+ * `constructor` and `prototype` shadow what every object inherits. Refused, itemized, by name.
+ */
+export const RESERVED_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
+const RESERVED = "invalid_value|reason=reserved_name"
+
+const MappingColumn = Schema.String.pipe(Schema.filter((s) => !RESERVED_KEYS.has(s) || RESERVED))
+
 const FieldPath = Schema.String.pipe(
   Schema.filter((s) => /^[a-z_][a-z0-9_]*(\.[A-Za-z0-9_-]{1,64})?$/.test(s) || "invalid_value|expected=a field name, or field.key"),
+  Schema.filter((s) => s.split(".").every((part) => !RESERVED_KEYS.has(part)) || RESERVED),
   Schema.annotations({ jsonSchema: { type: "string", pattern: "^[a-z_][a-z0-9_]*(\\.[A-Za-z0-9_-]{1,64})?$" } })
 )
 
@@ -127,8 +145,8 @@ export const CreateImportBody = Schema.Struct({
   file_id: PublicId("file").annotations({ description: "A file of purpose `import` (CSV, JSON lines or XLSX)." }),
   target: Schema.String.annotations({ description: `What each row creates: ${importTargets.map((t) => `\`${t}\``).join(", ")}.` }),
   mapping: Schema.optional(
-    Schema.Record({ key: Schema.String, value: FieldPath }).annotations({
-      description: "Column (CSV/XLSX header, JSON line key) → field of the target's create body (`custom_fields.city` for one level down). Given: only mapped columns are read. Omitted: every column is the field of its name. At most 1,000 entries."
+    Schema.Record({ key: MappingColumn, value: FieldPath }).annotations({
+      description: "Column (CSV/XLSX header, JSON line key) → field of the target's create body (`custom_fields.city` for one level down). Given: only mapped columns are read. Omitted: every column is the field of its name. At most 1,000 entries. `__proto__`, `constructor` and `prototype` are refused: as a column, 422 `unknown_field` on `mapping.<column>`; as a field, 422 on `mapping.<column>`, reason `reserved_name`."
     })
   ),
   dry_run: Schema.optional(Bool).annotations({ description: "Check every row (the same checks and writes, rolled back) without keeping anything." })
@@ -313,7 +331,27 @@ interface ImportSource {
   readonly dry_run: boolean
 }
 
-/** A row as an operation item: the body (or the reason it could not be read) and what runs it. */
+/** A CSV's texts as they were before an export neutralized their formulas (bulk/csv.ts). */
+const restoredValues = (values: TabularRow["values"]): TabularRow["values"] =>
+  Object.fromEntries(Object.entries(values).map(([column, value]) => [column, typeof value === "string" ? restoreFormula(value) : value]))
+
+/** The reserved names among a row's keys (`RESERVED_KEYS`), as field paths: of the columns read, and inside a JSON line's objects. */
+const reservedKeysOf = (values: TabularRow["values"], mapping: Readonly<Record<string, string>> | null): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  const walk = (value: unknown, path: string, depth: number) => {
+    if (value === null || typeof value !== "object" || depth > 16) return
+    for (const key of Object.keys(value)) {
+      const field = path === "" ? key : `${path}.${key}`
+      if (RESERVED_KEYS.has(key)) found.push(field)
+      else walk((value as Record<string, unknown>)[key], field, depth + 1)
+    }
+  }
+  const read = mapping === null ? values : Object.fromEntries(Object.entries(values).filter(([column]) => Object.hasOwn(mapping, column)))
+  walk(read, "", 0)
+  return found
+}
+
+/** A row as an operation item: the body (or the reason it could not be read, or its reserved keys) and what runs it. */
 const rowItem = (source: ImportSource, row: TabularRow): OperationItemInput => ({
   key: String(row.number),
   payload: {
@@ -322,7 +360,9 @@ const rowItem = (source: ImportSource, row: TabularRow): OperationItemInput => (
     dry_run: source.dry_run,
     ...(row.problem !== undefined
       ? { problem: row.problem }
-      : { body: rowBody(row.values, source.mapping, definitionOf(source.target), source.format !== "jsonl") })
+      : reservedKeysOf(row.values, source.mapping).length > 0
+        ? { reserved_keys: [...reservedKeysOf(row.values, source.mapping)] }
+      : { body: rowBody(source.format === "csv" ? restoredValues(row.values) : row.values, source.mapping, definitionOf(source.target), source.format !== "jsonl") })
   }
 })
 
@@ -334,6 +374,10 @@ const enumerateRows = (enumeration: JsonObject, skip: number) => {
       const storage = yield* FileStorage
       const reader = yield* TabularReader
       return reader.rows(source.format, storage.readObject(source.storage_key)).pipe(
+        // A file over a cap fails the import (its operation `failed` with this error, not retried).
+        Stream.catchTag("TabularLimitExceeded", (exceeded) =>
+          Stream.fail(fieldError("validation_failed", "file_id", { reason: `${exceeded.limit}_exceeded`, params: { max: exceeded.max } }))
+        ),
         Stream.drop(skip),
         Stream.map((row) => rowItem(source, row))
       )
@@ -372,6 +416,10 @@ const runRow = (payload: JsonObject): Effect.Effect<Json, ApiError, ItemServices
     const row = Number(payload.row)
     if (typeof payload.problem === "string") {
       return yield* Effect.fail(fieldError("validation_failed", "file_id", { reason: "unreadable_row", params: { row } }))
+    }
+    if (Array.isArray(payload.reserved_keys)) {
+      const details = payload.reserved_keys.map((field): DetailItem => ({ field: String(field), code: "invalid_value", reason: "reserved_name" }))
+      return yield* Effect.fail(apiError("validation_failed", { details }))
     }
     const target = String(payload.target) as ImportTarget
     const body = (payload.body ?? {}) as JsonObject

@@ -30,6 +30,8 @@ const ExportSchema = Schema.Struct({
   resource_type: Schema.String.annotations({ description: "The resource's plural, as in its path (`users`)." }),
   format: Schema.Literal(...exportFormats),
   filters: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ description: "The filters as checked (the list route's query parameters)." }),
+  raw_values: Schema.Boolean.annotations({ description: "CSV: cells written as their values, formulas not neutralized." }),
+  byte_order_mark: Schema.Boolean.annotations({ description: "CSV: the file starts with a UTF-8 byte-order mark." }),
   status: Schema.Literal(...exportStatuses),
   personal_data: Schema.Boolean.annotations({
     description: "Whether a user's personal columns (`email`, `document`, `phone`) hold values: the credential that started the export held `users.read_personal`."
@@ -45,7 +47,7 @@ const ExportSchema = Schema.Struct({
 }).annotations({ identifier: "Export" }) as unknown as Schema.Schema.AnyNoContext
 
 const formatText =
-  "Each row is the resource's representation as `GET` answers it to the credential that started the export, in the resource's default order ascending (oldest first for `created_at`). `jsonl`: one JSON representation per line (`\\n`), UTF-8, readable back by an import as is. `csv`: RFC 4180, CRLF, UTF-8 without BOM, a header row of the representation's fields in order; null is an empty cell, booleans `true`/`false`, objects and arrays their JSON text; cells holding `\"`, `,`, CR or LF are quoted. No formula escaping: a cell holds the value exactly."
+  "Each row is the resource's representation as `GET` answers it to the credential that started the export, in the resource's default order ascending (oldest first for `created_at`). `jsonl`: one JSON representation per line (`\\n`), UTF-8, readable back by an import as is. `csv`: RFC 4180, CRLF, UTF-8 (with a byte-order mark first when `byte_order_mark: true`), a header row of the representation's fields in order; null is an empty cell, booleans `true`/`false`, objects and arrays their JSON text; cells holding `\"`, `,`, CR or LF are quoted. A cell starting with `=`, `+`, `-`, `@`, tab or CR is written with a leading `'` so that a spreadsheet does not run it as a formula (OWASP's CSV injection advice; also a cell starting with `'` followed by one of those or by `'`, so the mapping is reversible), unless `raw_values: true`; an import of the CSV removes that quote and reads the value as it was. `raw_values` and `byte_order_mark` are CSV only (else 422 `validation_failed`, reason `csv_only`)."
 
 const createOperation = defineOperation({
   id: "exports.create",
