@@ -404,8 +404,12 @@ const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "d
  */
 export const OPERATION_CHUNK_ITEMS = 25
 
-/** Run the queued items of a claimed operation, then finish it. Stops when canceled or when it lost the lease. */
-const runOperation = (operation: StoredRecord, owner: string) =>
+/**
+ * Run the queued items of a claimed operation, then finish it. Stops when canceled or when it
+ * lost the lease. `turn` runs between units of work, each committed: the worker's time slice
+ * (`BackgroundBudget.runInTurns`), which may give the slot to another account and wait for one.
+ */
+const runOperation = (operation: StoredRecord, owner: string, turn: Effect.Effect<void> = Effect.void) =>
   Effect.gen(function* () {
     const records = yield* Records
     const uow = yield* UnitOfWork
@@ -413,7 +417,7 @@ const runOperation = (operation: StoredRecord, owner: string) =>
     const kind = kinds.get(String(operation.data.type))
     const caller = workerCaller(operation)
     if (kind?.enumerate !== undefined && operation.data.enumerated === false) {
-      if (!(yield* enumerateItems(operation, owner, caller, kind.enumerate))) return // another worker took over
+      if (!(yield* enumerateItems(operation, owner, caller, kind.enumerate, turn))) return // another worker took over
     }
 
     /** An item's write and its `succeeded` record, inside the unit of work of its chunk. */
@@ -478,8 +482,9 @@ const runOperation = (operation: StoredRecord, owner: string) =>
         limit: ITEMS_PAGE
       })
       for (let start = 0; start < queued.length; start += OPERATION_CHUNK_ITEMS) {
-        // A turn of the event loop between chunks: requests are read between units of work.
-        if (start > 0 || after !== undefined) yield* yieldToEventLoop
+        // A turn of the event loop between chunks: requests are read between units of work; and
+        // the slot's time slice: past it, another account's operation may go first.
+        if (start > 0 || after !== undefined) yield* Effect.zipRight(yieldToEventLoop, turn)
         const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
         if (!current || current.data.lease_owner !== owner) return // another worker took over
         if (current.data.cancellation_requested === true) break pages
@@ -512,7 +517,8 @@ const enumerateItems = (
   operation: StoredRecord,
   owner: string,
   caller: CallerInfo,
-  enumerate: NonNullable<OperationKind["enumerate"]>
+  enumerate: NonNullable<OperationKind["enumerate"]>,
+  turn: Effect.Effect<void>
 ) =>
   Effect.gen(function* () {
     const records = yield* Records
@@ -546,7 +552,7 @@ const enumerateItems = (
             )
             return true
           })
-        ).pipe(Effect.zipLeft(yieldToEventLoop))
+        ).pipe(Effect.zipLeft(yieldToEventLoop), Effect.zipLeft(turn))
       ),
       Effect.provideService(Caller, caller)
     )
@@ -688,11 +694,15 @@ const WORKER_WINDOW = 100
 
 /**
  * A worker loop for a server's lifetime. Every `interval` it reads what is due (queued, or
- * running under a lease that ran out) and starts what the process's background budget
- * (`BackgroundBudget`) lets it: the accounts in turn (the first operation of each, then the
- * second…), never more of one account than the budget's `perAccount`, operations together at
- * most their share of the budget. Each run is a fiber of its own holding its slot, so a long
- * operation holds up neither the loop nor another account's operation.
+ * running under a lease that ran out) and puts each in line for a slot of the process's
+ * background budget (`BackgroundBudget.runInTurns`), the accounts in turn (the first operation
+ * of each, then the second…): the budget serves the longest-unserved account first, gives an
+ * account at most half of the operations' slots while another waits, and takes a running
+ * operation's slot back between chunks once it has run its time slice and someone waits. An
+ * operation is claimed when it gets its slot; each run is a fiber of its own, so a long
+ * operation holds up neither the loop nor (beyond one time slice) another account's operation.
+ * While a run waits in line for its next turn it keeps its lease unrenewed: another process
+ * with a free slot may take it over once the lease runs out (this one then stops).
  */
 export const operationsWorker = (interval = "250 millis" as const) =>
   Effect.scoped(
@@ -700,7 +710,7 @@ export const operationsWorker = (interval = "250 millis" as const) =>
       const records = yield* Records
       const budget = yield* backgroundBudget
       const runs = yield* FiberSet.make<void, never>()
-      /** Operations this process runs now: not claimed again while their run goes on. */
+      /** Operations this process runs or has in line: not put in line again meanwhile. */
       const running = new Set<string>()
       const pass = Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
@@ -719,29 +729,23 @@ export const operationsWorker = (interval = "250 millis" as const) =>
           for (const list of lists) if (round < list.length) inTurn.push(list[round]!)
         }
         for (const candidate of inTurn) {
-          const release = budget.tryTake("operation", candidate.tenant.accountId)
-          if (release === undefined) continue
-          const owner = `worker_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
-          // Lost to another worker (or failed): the slot goes back at once.
-          const claimed = yield* claim(candidate, now, owner).pipe(
-            Effect.onExit((exit) => (exit._tag === "Success" && Option.isSome(exit.value) ? Effect.void : Effect.sync(release)))
-          )
-          if (Option.isNone(claimed)) continue
           running.add(candidate.id)
+          const run = budget.runInTurns("operation", candidate.tenant.accountId, (turn) =>
+            Effect.gen(function* () {
+              const owner = `worker_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
+              // Claimed on the revision read by the pass: changed meanwhile (taken by another worker, canceled), it is left.
+              const claimed = yield* claim(candidate, yield* Clock.currentTimeMillis, owner)
+              if (Option.isSome(claimed)) yield* runOperation(claimed.value, owner, turn)
+            }))
           yield* FiberSet.run(
             runs,
-            runOperation(claimed.value, owner).pipe(
+            run.pipe(
               Effect.catchAllCause((cause) => Effect.logWarning("operation run failed", cause)),
-              Effect.ensuring(
-                Effect.sync(() => {
-                  running.delete(candidate.id)
-                  release()
-                })
-              )
+              Effect.ensuring(Effect.sync(() => running.delete(candidate.id)))
             )
           )
-          yield* yieldToEventLoop
         }
+        yield* yieldToEventLoop
       })
       for (;;) {
         yield* pass.pipe(Effect.catchAllCause((cause) => Effect.logWarning("operations worker pass failed", cause)))
