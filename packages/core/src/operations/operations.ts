@@ -74,6 +74,15 @@ export interface OperationKind {
    */
   readonly onFinished?: (operation: JsonObject) => Effect.Effect<void, ApiError<"audit_unavailable">, ItemServices>
   /**
+   * Work of an item done before its unit of work, outside any transaction: its answer is the
+   * payload `runItem` then gets, in the item's unit of work, to record it (an export's file:
+   * long reads and storage writes that must neither hold a serializable transaction open nor
+   * be redone each time it loses a race and runs again). `discardPrepared` undoes it when the
+   * item's unit of work fails. The items of such a kind run one per unit of work.
+   */
+  readonly prepareItem?: (payload: JsonObject) => Effect.Effect<JsonObject, ApiError, ItemServices>
+  readonly discardPrepared?: (prepared: JsonObject) => Effect.Effect<void, never, ItemServices>
+  /**
    * For an operation started with an `enumeration` (`startOperation`): its items, too many for
    * the request that starts it (an import's rows, read from its file), as a stream the worker
    * that claims it reads (from the `enumeration` given) before running them. `skip` items were
@@ -420,11 +429,13 @@ const runOperation = (operation: StoredRecord, owner: string, turn: Effect.Effec
       if (!(yield* enumerateItems(operation, owner, caller, kind.enumerate, turn))) return // another worker took over
     }
 
+    const payloadOf = (item: StoredRecord) => (item.data.payload ?? {}) as JsonObject
+
     /** An item's write and its `succeeded` record, inside the unit of work of its chunk. */
-    const runItem = (item: StoredRecord) =>
+    const runItem = (item: StoredRecord, payload: JsonObject) =>
       Effect.gen(function* () {
         if (!kind) return yield* Effect.fail(apiError("operation_type_unknown"))
-        const result = yield* kind.runItem((item.data.payload ?? {}) as JsonObject)
+        const result = yield* kind.runItem(payload)
         const now = yield* Clock.currentTimeMillis
         yield* records.update(operation.tenant, OPERATION_ITEM_TYPE, item.id, {
           ...item.data,
@@ -435,21 +446,30 @@ const runOperation = (operation: StoredRecord, owner: string, turn: Effect.Effec
         })
       })
 
-    /** The items of `chunk`, all or nothing, under the lease. */
-    const runChunk = (chunk: ReadonlyArray<StoredRecord>) =>
+    /** The items of `chunk`, all or nothing, under the lease (`prepared`: the payload of a chunk of one prepared item). */
+    const runChunk = (chunk: ReadonlyArray<StoredRecord>, prepared?: JsonObject) =>
       uow.transaction(
         Effect.gen(function* () {
-          for (const item of chunk) yield* runItem(item)
+          for (const item of chunk) yield* runItem(item, prepared ?? payloadOf(item))
           yield* holdLease(operation.id, operation.tenant, owner, "done", chunk.length)
         }).pipe(Effect.provideService(Caller, caller))
       )
 
+    /** One item in its unit of work; first, outside it, its kind's preparation (undone if the unit of work fails). */
+    const runOne = (item: StoredRecord) => {
+      const prepare = kind?.prepareItem
+      if (prepare === undefined) return runChunk([item])
+      const discard = kind?.discardPrepared ?? (() => Effect.void)
+      return Effect.flatMap(prepare(payloadOf(item)).pipe(Effect.provideService(Caller, caller)), (prepared) =>
+        runChunk([item], prepared).pipe(Effect.tapError(() => discard(prepared).pipe(Effect.provideService(Caller, caller)))))
+    }
+
     /** One item alone; its failure recorded as failed, under the lease, in a unit of work of its own. `false`: stop. */
     const runAlone = (item: StoredRecord) =>
       Effect.gen(function* () {
-        const ran = yield* Effect.either(runChunk([item]))
+        const ran = yield* Effect.either(runOne(item))
         if (ran._tag === "Right") return true
-        const payload = (item.data.payload ?? {}) as JsonObject
+        const payload = payloadOf(item)
         const failure = itemFailure(ran.left, typeof payload.id === "string" ? payload.id : null)
         if (failure.code === "operation_ownership_lost") return false
         const recorded = yield* Effect.either(
@@ -489,7 +509,7 @@ const runOperation = (operation: StoredRecord, owner: string, turn: Effect.Effec
         if (!current || current.data.lease_owner !== owner) return // another worker took over
         if (current.data.cancellation_requested === true) break pages
         const chunk = queued.slice(start, start + OPERATION_CHUNK_ITEMS)
-        const ran = chunk.length > 1 ? yield* Effect.either(runChunk(chunk)) : undefined
+        const ran = chunk.length > 1 && kind?.prepareItem === undefined ? yield* Effect.either(runChunk(chunk)) : undefined
         if (ran?._tag === "Right") continue
         if (ran !== undefined && itemFailure(ran.left, null).code === "operation_ownership_lost") return
         for (const item of chunk) {
