@@ -334,3 +334,52 @@ describe("fair background work: the workers' own pool [postgresql]", () => {
     }
   }, 60_000)
 })
+
+// ---------------------------------------------------------------------------------------
+// Operations in time slices (issue 23, finding 6): one account's long operations never keep
+// another account's short one waiting beyond about one time slice.
+
+/** Two operation slots (a quarter of 8), one account's share of them 1 while another waits; a slice ends at every chunk. */
+const slicedOptions = { concurrency: 8, perAccount: 4, timeSliceMs: 0 }
+
+eachStore(
+  "fair background work: operations in time slices",
+  (h) => {
+    it("another account's one-item operation finishes while the long operations of the first are all still running", async () => {
+      const budget = makeBackgroundBudget(slicedOptions)
+      expect(budget.capOf("operation")).toBe(2)
+      expect(budget.shareOf("operation")).toBe(1)
+      const a = api(h(), h().test)
+      const opOf = async (secret: string, id: string) =>
+        (await h().request("GET", `/api/v3/operations/${id}`, { secret })).body.data as { status: string; progress: { done: number; total: number } }
+      // Account A: three operations of 400 items each, enough for every slot and one in line.
+      const long: Array<string> = []
+      for (let n = 0; n < 3; n++) {
+        const items = Array.from({ length: 400 }, (_, i) => ({ key: `k${i}`, name: `long ${n} ${i}` }))
+        const started = await a.post("/operations", { type: "showcases.create", items })
+        expect(started.status).toBe(202)
+        long.push(started.body.data.id)
+      }
+      // A's operations hold the slots and have begun their items.
+      await eventually(async () => {
+        const states = await Promise.all(long.map((id) => opOf(h().test, id)))
+        expect(states.filter((s) => s.status === "running" && s.progress.done > 0).length).toBeGreaterThan(0)
+      }, 20_000)
+      // Account B: one item.
+      const b = await h().openAccount(freshSubdomain("sliced-b"))
+      const bSecret = sandboxSecret(b)
+      const short = await api(h(), bSecret).post("/operations", { type: "showcases.create", items: [{ key: "one", name: "short" }] })
+      expect(short.status).toBe(202)
+      await eventually(async () => expect((await opOf(bSecret, short.body.data.id)).status).toBe("succeeded"), 60_000)
+      // When B's operation has finished, none of A's has: B did not wait for a long one to end.
+      const states = await Promise.all(long.map((id) => opOf(h().test, id)))
+      for (const state of states) {
+        expect(["queued", "running"]).toContain(state.status)
+        expect(state.progress.done).toBeLessThan(state.progress.total)
+      }
+      // A's operations go on to the end.
+      for (const id of long) await eventually(async () => expect((await opOf(h().test, id)).status).toBe("succeeded"), 120_000)
+    }, 240_000)
+  },
+  { background: slicedOptions }
+)

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { inflateSync } from "node:zlib"
 import { expect, it } from "vitest"
+import { pooledCertificateRenderer } from "@syllabus/http"
 import { eachStore, type Harness } from "../support/harness.js"
 import { api, created, credentialWith } from "../support/api.js"
 import { expectError } from "../support/expect.js"
@@ -441,3 +442,72 @@ eachStore("certificate templates", (h) => {
     expect(pdfText(pdf)).toContain("Company: [Company]")
   })
 })
+
+// ---------------------------------------------------------------------------------------
+// Rendering off the event loop (issue 23, finding 5): a preview of a 64 KiB word without
+// spaces took ~5 s of synchronous CPU, and every other request waited for it.
+
+/** A template whose content is one 64 KiB word: seconds of pdfkit's line breaking. */
+const heavyTemplate = { ...fullTemplate, texts: { ...fullTemplate.texts, content: "W".repeat(64 * 1024) } }
+
+let accounts = 0
+const otherAccountSecret = async (h: Harness) => {
+  const other = await h.openAccount(`render-${Date.now()}-${++accounts}`)
+  return other.credentials.find((c) => c.environment === "sandbox")!.secret
+}
+
+const pdfOf = async (h: Harness, fileId: string) => {
+  const res = await fetch(`${h.baseUrl}/api/v3/files/${fileId}/content`, { headers: { authorization: `Bearer ${h.live}` } })
+  expect(res.status).toBe(200)
+  return Buffer.from(await res.arrayBuffer())
+}
+
+eachStore("certificate previews off the event loop", (h) => {
+  it("while a heavy preview renders, another account's GETs are answered; the preview is a valid PDF (or 422 render_budget_exceeded)", async () => {
+    const product = await newProduct(h(), "Heavy")
+    expect((await api(h()).put(templatePath(product.id), heavyTemplate)).status).toBe(200)
+    const other = await otherAccountSecret(h())
+    expect((await api(h(), other).get("/products")).status).toBe(200)
+    let answered = false
+    const preview = api(h()).post(`${templatePath(product.id)}/previews`, {}).finally(() => {
+      answered = true
+    })
+    // Another account's GETs, one after the other, while the preview renders: with the render
+    // on the event loop none would be answered before it.
+    const GETS = 10
+    let before = 0
+    for (let i = 0; i < GETS; i++) {
+      const res = await api(h(), other).get("/products")
+      expect(res.status).toBe(200)
+      if (!answered) before++
+    }
+    expect(before).toBe(GETS)
+    const res = await preview
+    if (res.status === 201) {
+      const pdf = await pdfOf(h(), res.body.data.id)
+      expect(pdf.subarray(0, 5).toString("latin1")).toBe("%PDF-")
+      expect(pdf.toString("latin1").trimEnd().endsWith("%%EOF")).toBe(true)
+    } else {
+      expectError(res, 422, "domain_rule_violation", { reason: "render_budget_exceeded" })
+    }
+  }, 60_000)
+})
+
+eachStore(
+  "certificate previews past the render budget",
+  (h) => {
+    it("a render past its time budget is stopped: 422 domain_rule_violation (render_budget_exceeded); a light preview still renders", async () => {
+      const product = await newProduct(h(), "Too heavy")
+      expect((await api(h()).put(templatePath(product.id), heavyTemplate)).status).toBe(200)
+      expectError(await api(h()).post(`${templatePath(product.id)}/previews`, {}), 422, "domain_rule_violation", { reason: "render_budget_exceeded" })
+      // The stopped thread is replaced: the next render goes through.
+      const light = await newProduct(h(), "Light")
+      expect((await api(h()).put(templatePath(light.id), fullTemplate)).status).toBe(200)
+      const res = await api(h()).post(`${templatePath(light.id)}/previews`, {})
+      expect(res.status, res.text).toBe(201)
+      expect((await pdfOf(h(), res.body.data.id)).subarray(0, 5).toString("latin1")).toBe("%PDF-")
+    }, 60_000)
+  },
+  // A budget no heavy render fits in, and long enough for a light one on a loaded machine.
+  { certificateRenderer: pooledCertificateRenderer({ budgetMs: 1500 }) }
+)

@@ -7,6 +7,7 @@
 import {
   type AccountStatus,
   type BackgroundOptions,
+  type CertificateRenderer,
   type DnsResolver,
   type Mailer,
   environments,
@@ -124,6 +125,8 @@ export interface HarnessOptions {
   readonly dns?: Layer.Layer<DnsResolver>
   /** The platform's own host (no custom domain under it); default `syllabusLayer`'s. */
   readonly platformHost?: string
+  /** How certificates are drawn (e.g. a render pool with a short time budget); default `syllabusLayer`'s. */
+  readonly certificateRenderer?: Layer.Layer<CertificateRenderer>
 }
 
 /**
@@ -176,7 +179,8 @@ export const startHarness = async (
       // Tests never reach a real resolver: an in-memory DNS with no record unless a test brings its own.
       dns: options.dns ?? makeMemoryDns().layer,
       localWebhookPorts: localReceiverPorts,
-      ...(options.platformHost ? { platformHost: options.platformHost } : {})
+      ...(options.platformHost ? { platformHost: options.platformHost } : {}),
+      ...(options.certificateRenderer ? { certificateRenderer: options.certificateRenderer } : {})
       // The workers forked while the layer is built must run on the operator's clock too.
     }).pipe(Layer.provide(runsOn)),
     runsOn

@@ -1,162 +1,201 @@
 /**
- * The default `CertificateRenderer` (a port of `@syllabus/core`): a certificate drawn as a PDF
- * with pdfkit, the long-maintained pure-JavaScript PDF writer (no native module, no browser,
- * no binary to download; its standard fonts are embedded in the package). It lives in the HTTP
- * adapter, as the other platform adapters `syllabusLayer` provides by default do (Node crypto,
- * the webhook sender), so the standalone server, an embedding and `@syllabus/testing` all render
- * the same way; an embedder may pass another renderer (`SyllabusOptions.certificateRenderer`).
+ * The default `CertificateRenderer` (a port of `@syllabus/core`): certificates drawn as PDFs
+ * with pdfkit (`certificate-pdf.ts`) in a small pool of worker threads, off the event loop
+ * (issue 23: a preview of a 64 KiB word without spaces took ~5 s of synchronous CPU, and every
+ * other request waited for it). It lives in the HTTP adapter, as the other platform adapters
+ * `syllabusLayer` provides by default do; an embedder may pass another renderer
+ * (`SyllabusOptions.certificateRenderer`).
  *
- * One A4 landscape page (two with `back_side_enabled`, the template's `fields`, instructor and
- * workload going to the back). The fonts of the template map to PDF's standard fonts (arial and
- * helvetica → Helvetica, times_new_roman → Times, courier_new → Courier), which cover the Latin-1
- * alphabets. The QR symbol (`layout.qr`, drawn with qrcode-generator: no dependency, no
- * native code) holds the verification code, at its position in its colors.
+ * - **Pool**: `size` threads (default min(2, cores)), started when first needed and unref'd
+ *   (they never keep the process alive), closed with the layer's scope. One render per thread
+ *   at a time.
+ * - **Bounded queue**: renders waiting for a thread, at most `queue` (default 16); past it
+ *   `RendererBusy` (503 with `Retry-After`).
+ * - **Time budget**: a render has `budgetMs` (default 10 s) from when a loaded thread takes
+ *   it; past it the thread is terminated (a new one is started at once, warming up for the
+ *   next render) and the render fails with `RenderBudgetExceeded` (422: the same input would
+ *   again).
+ * - **The worker's script**: `certificate-render-worker.js` next to this module when built
+ *   (dist, and the packed package); from the sources (tsx, vitest: this module is a `.ts`
+ *   file) the `.ts` script, run through the tsx loader of the workspace.
  */
-import { type CertificateDocument, type CertificateFont, CertificateRenderer, RenderFailed } from "@syllabus/core"
+import { type CertificateDocument, CertificateRenderer, RenderBudgetExceeded, RendererBusy, RenderFailed } from "@syllabus/core"
 import { Effect, Layer } from "effect"
-import PDFDocument from "pdfkit"
-import qrcode from "qrcode-generator"
+import { existsSync } from "node:fs"
+import { createRequire } from "node:module"
+import { availableParallelism } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { Worker } from "node:worker_threads"
+import { drawCertificatePdf } from "./certificate-pdf.js"
+import type { RenderReply, RenderRequest } from "./certificate-render-worker.js"
 
-const WIDTH = 841.89
-const HEIGHT = 595.28
-const MARGIN = 48
-
-const regular: Readonly<Record<CertificateFont, string>> = {
-  arial: "Helvetica",
-  helvetica: "Helvetica",
-  times_new_roman: "Times-Roman",
-  courier_new: "Courier"
-}
-const bold: Readonly<Record<CertificateFont, string>> = {
-  arial: "Helvetica-Bold",
-  helvetica: "Helvetica-Bold",
-  times_new_roman: "Times-Bold",
-  courier_new: "Courier-Bold"
+export interface RenderPoolOptions {
+  /** Render threads (default min(2, cores)). */
+  readonly size?: number
+  /** Renders waiting for a thread at most (default 16). */
+  readonly queue?: number
+  /** A render's time on its thread at most (default 10,000 ms). */
+  readonly budgetMs?: number
 }
 
-/** Draw an image over the whole page; false when its bytes are not an image pdfkit reads. */
-const drewImage = (doc: PDFKit.PDFDocument, bytes: Uint8Array): boolean => {
-  try {
-    doc.image(Buffer.from(bytes), 0, 0, { width: WIDTH, height: HEIGHT })
-    return true
-  } catch {
-    return false
-  }
-}
+export const DEFAULT_RENDER_BUDGET_MS = 10_000
+export const DEFAULT_RENDER_QUEUE = 16
 
 /**
- * A QR symbol of `text` (error correction M) in a square of `size` points at (x, y): its
- * background, a quiet zone of two modules, and one filled square per dark module.
+ * The worker's thread: the built `.js` script when there is one (dist, the packed package);
+ * else (this module is a `.ts` source, under tsx or vitest) a bootstrap that registers the
+ * workspace's tsx loader (its `tsx/esm/api`), then imports the `.ts` script (Node 20 applies
+ * no `--import` hook to a worker's entry).
  */
-const drawQr = (doc: PDFKit.PDFDocument, text: string, x: number, y: number, size: number, color: string, background: string) => {
-  const symbol = qrcode(0, "M")
-  // The verification code is upper-case letters, digits and hyphens: QR's alphanumeric mode.
-  symbol.addData(text, /^[0-9A-Z $%*+\-./:]*$/.test(text) ? "Alphanumeric" : "Byte")
-  symbol.make()
-  const count = symbol.getModuleCount()
-  const module = size / (count + 4)
-  doc.rect(x, y, size, size).fillColor(background).fill()
-  doc.fillColor(color)
-  for (let row = 0; row < count; row++) {
-    for (let col = 0; col < count; col++) {
-      if (symbol.isDark(row, col)) doc.rect(x + (col + 2) * module, y + (row + 2) * module, module, module)
-    }
-  }
-  doc.fill()
+const startWorker = (): Worker => {
+  const built = new URL("./certificate-render-worker.js", import.meta.url)
+  if (existsSync(fileURLToPath(built))) return new Worker(built)
+  const require = createRequire(import.meta.url)
+  const manifest = require.resolve("tsx/package.json")
+  const exported = (require(manifest) as { exports: Record<string, { import: { default: string } }> }).exports["./esm/api"]!
+  const tsxApi = pathToFileURL(join(dirname(manifest), exported.import.default)).href
+  const source = new URL("./certificate-render-worker.ts", import.meta.url).href
+  return new Worker(`import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}) })`, { eval: true })
 }
 
-/** Draw the document; the PDF's bytes arrive on the document's stream. */
-const draw = (doc: PDFKit.PDFDocument, c: CertificateDocument) => {
-  const width = WIDTH - 2 * MARGIN
-  const centered = (text: string, font: string, size: number, color: string, gap = 10) => {
-    doc.font(font).fontSize(size).fillColor(color).text(text, MARGIN, doc.y, { width, align: "center" })
-    doc.moveDown(gap / size)
-  }
-
-  // The background, or a frame in the template's color (also when the image cannot be read:
-  // an upload is checked by its first bytes only, and a broken image must not fail the certificate).
-  if (!(c.background && drewImage(doc, c.background.bytes))) {
-    doc.lineWidth(3).strokeColor(c.defaults.color).rect(20, 20, WIDTH - 40, HEIGHT - 40).stroke()
-    doc.lineWidth(1).rect(28, 28, WIDTH - 56, HEIGHT - 56).stroke()
-  }
-  if (c.preview) {
-    doc.save().rotate(-20, { origin: [WIDTH / 2, HEIGHT / 2] })
-    doc.font("Helvetica-Bold").fontSize(110).fillColor("#DDDDDD").fillOpacity(0.5).text("PREVIEW", 0, HEIGHT / 2 - 60, { width: WIDTH, align: "center" })
-    doc.restore().fillOpacity(1)
-  }
-
-  doc.y = MARGIN + 24
-  centered("CERTIFICATE", bold[c.defaults.font], 34, c.defaults.color, 18)
-  const { lines } = c.layout
-  if (lines.name.enabled) centered(c.learner.name, bold[lines.name.font], 28, lines.name.color, 12)
-  if (lines.document.enabled && c.learner.document) centered(c.learner.document, regular[lines.document.font], 13, lines.document.color)
-  if (c.layout.showProductName) centered(c.product.name, bold[c.defaults.font], 20, c.defaults.color, 14)
-  if (c.content) centered(c.content, regular[c.defaults.font], 14, c.defaults.color, 14)
-
-  const extras = [
-    ...c.fields.map((f) => `${f.label}: ${f.value}`),
-    ...(c.workload ? [`Workload: ${c.workload}`] : []),
-    ...(c.instructor ? [`Instructor: ${c.instructor}`] : [])
-  ]
-  const footer = () => {
-    const bits = [
-      ...(c.layout.showDates && lines.date.enabled ? [{ text: `Issued on ${c.issuedAt.slice(0, 10)}`, line: lines.date }] : []),
-      ...(lines.sequence.enabled ? [{ text: `No. ${c.sequence}`, line: lines.sequence }] : [])
-    ]
-    let y = HEIGHT - MARGIN - 40
-    for (const bit of bits) {
-      doc.font(regular[bit.line.font]).fontSize(11).fillColor(bit.line.color).text(bit.text, MARGIN + 20, y, { width: width / 2, align: "left" })
-      y += 15
-    }
-    doc.font(regular[c.defaults.font]).fontSize(9).fillColor(c.defaults.color).text(`Verification code: ${c.code}`, MARGIN + 20, y, { width: width / 2 })
-  }
-  const qr = () => {
-    if (!c.layout.qr.enabled) return
-    const size = 72
-    const left = c.layout.qr.position.endsWith("left")
-    const top = c.layout.qr.position.startsWith("top")
-    const x = left ? MARGIN : WIDTH - MARGIN - size
-    const y = top ? MARGIN : HEIGHT - MARGIN - size
-    drawQr(doc, c.code, x, y, size, c.layout.qr.color, c.layout.qr.backgroundColor)
-  }
-
-  if (!c.layout.backSideEnabled) {
-    for (const extra of extras) centered(extra, regular[c.defaults.font], 12, c.defaults.color, 4)
-    footer()
-    qr()
-    return
-  }
-  footer()
-  qr()
-  doc.addPage({ size: "A4", layout: "landscape", margin: 0 })
-  doc.lineWidth(1).strokeColor(c.defaults.color).rect(28, 28, WIDTH - 56, HEIGHT - 56).stroke()
-  doc.y = MARGIN + 24
-  centered(c.product.name, bold[c.defaults.font], 18, c.defaults.color, 14)
-  for (const extra of extras) centered(extra, regular[c.defaults.font], 12, c.defaults.color, 4)
+interface Job {
+  readonly id: number
+  readonly document: CertificateDocument
+  readonly done: (outcome: Effect.Effect<Uint8Array, RenderFailed | RenderBudgetExceeded>) => void
 }
 
-/** Render one certificate to the bytes of its PDF. */
+interface Thread {
+  worker: Worker | undefined
+  /** Its worker has loaded (pdfkit and its fonts): renders are sent only then, so a budget is spent drawing. */
+  ready: boolean
+  job: Job | undefined
+  timer: ReturnType<typeof setTimeout> | undefined
+}
+
+export interface RenderPool {
+  readonly render: (document: CertificateDocument) => Effect.Effect<Uint8Array, RenderFailed | RenderBudgetExceeded | RendererBusy>
+  /** Renders on a thread now, and waiting for one. */
+  readonly load: () => { readonly running: number; readonly queued: number }
+  readonly close: () => Promise<void>
+}
+
+export const makeRenderPool = (options: RenderPoolOptions = {}): RenderPool => {
+  const size = Math.max(1, options.size ?? Math.min(2, availableParallelism()))
+  const queueCap = Math.max(0, options.queue ?? DEFAULT_RENDER_QUEUE)
+  const budgetMs = Math.max(1, options.budgetMs ?? DEFAULT_RENDER_BUDGET_MS)
+  const threads: Array<Thread> = Array.from({ length: size }, () => ({ worker: undefined, ready: false, job: undefined, timer: undefined }))
+  const queue: Array<Job> = []
+  let ids = 0
+  let closed = false
+
+  /** The thread's job ends with `outcome`; a thread that failed or ran out of time is discarded. */
+  const finish = (thread: Thread, outcome: Effect.Effect<Uint8Array, RenderFailed | RenderBudgetExceeded>, discard: boolean) => {
+    const job = thread.job
+    clearTimeout(thread.timer)
+    thread.job = undefined
+    thread.timer = undefined
+    if (discard) {
+      const worker = thread.worker
+      thread.worker = undefined
+      thread.ready = false
+      void worker?.terminate()
+    }
+    job?.done(outcome)
+    if (discard && !closed && thread.worker === undefined) thread.worker = start(thread)
+    dispatch()
+  }
+
+  const start = (thread: Thread): Worker => {
+    const worker = startWorker()
+    worker.unref()
+    worker.on("message", (reply: RenderReply) => {
+      if (thread.worker !== worker) return
+      if ("ready" in reply) {
+        thread.ready = true
+        return dispatch()
+      }
+      if (thread.job?.id !== reply.id) return
+      finish(
+        thread,
+        "bytes" in reply ? Effect.succeed(new Uint8Array(reply.bytes)) : Effect.fail(new RenderFailed({ cause: reply.error })),
+        false
+      )
+    })
+    const lost = (cause: unknown) => {
+      if (thread.worker !== worker) return
+      if (thread.ready) return finish(thread, Effect.fail(new RenderFailed({ cause })), true)
+      // It never loaded: the waiting renders fail, rather than a new thread started again and again.
+      thread.worker = undefined
+      void worker.terminate()
+      for (const job of queue.splice(0)) job.done(Effect.fail(new RenderFailed({ cause })))
+    }
+    worker.on("error", lost)
+    worker.on("exit", (code) => lost(new Error(`render worker exited (${code})`)))
+    return worker
+  }
+
+  /** Give waiting renders to idle threads; start the threads they need (a stopped one is replaced at once). */
+  const dispatch = () => {
+    for (const thread of threads) {
+      if (closed || queue.length === 0) return
+      if (thread.job !== undefined) continue
+      if (thread.worker === undefined) thread.worker = start(thread)
+      if (!thread.ready) continue
+      const job = queue.shift()!
+      thread.job = job
+      thread.timer = setTimeout(() => finish(thread, Effect.fail(new RenderBudgetExceeded({ budgetMs })), true), budgetMs)
+      thread.timer.unref?.()
+      thread.worker.postMessage({ id: job.id, document: job.document } satisfies RenderRequest)
+    }
+  }
+
+  const busy = () => threads.filter((t) => t.job !== undefined).length
+
+  return {
+    render: (document) =>
+      Effect.async<Uint8Array, RenderFailed | RenderBudgetExceeded | RendererBusy>((resume) => {
+        if (closed) return resume(Effect.fail(new RenderFailed({ cause: "render pool closed" })))
+        if (busy() === size && queue.length >= queueCap) return resume(Effect.fail(new RendererBusy({ retryAfterSeconds: 1 })))
+        const job: Job = { id: ++ids, document, done: resume }
+        queue.push(job)
+        dispatch()
+        // Interrupted while waiting: leave the queue (a render already on a thread runs to its end or budget).
+        return Effect.sync(() => {
+          const at = queue.indexOf(job)
+          if (at >= 0) queue.splice(at, 1)
+        })
+      }),
+    load: () => ({ running: busy(), queued: queue.length }),
+    close: async () => {
+      closed = true
+      for (const job of queue.splice(0)) job.done(Effect.fail(new RenderFailed({ cause: "render pool closed" })))
+      await Promise.all(
+        threads.map((thread) => {
+          const worker = thread.worker
+          thread.worker = undefined
+          clearTimeout(thread.timer)
+          thread.job?.done(Effect.fail(new RenderFailed({ cause: "render pool closed" })))
+          thread.job = undefined
+          return worker?.terminate()
+        })
+      )
+    }
+  }
+}
+
+/** Render one certificate in this thread (blocks the event loop while it draws: tools and tests, not a server). */
 export const renderCertificatePdf = (c: CertificateDocument): Effect.Effect<Uint8Array, RenderFailed> =>
-  Effect.async<Uint8Array, RenderFailed>((resume) => {
-    try {
-      const issued = new Date(c.issuedAt)
-      const doc = new PDFDocument({
-        size: "A4",
-        layout: "landscape",
-        margin: 0,
-        // The same certificate renders to the same bytes: no wall-clock date in the document.
-        info: { Title: `Certificate: ${c.product.name}`, Author: "Syllabus", CreationDate: issued, ModDate: issued }
-      })
-      const chunks: Array<Buffer> = []
-      doc.on("data", (chunk: Buffer) => chunks.push(chunk))
-      doc.on("end", () => resume(Effect.succeed(new Uint8Array(Buffer.concat(chunks)))))
-      doc.on("error", (cause: unknown) => resume(Effect.fail(new RenderFailed({ cause }))))
-      draw(doc, c)
-      doc.end()
-    } catch (cause) {
-      resume(Effect.fail(new RenderFailed({ cause })))
-    }
-  })
+  Effect.tryPromise({ try: () => drawCertificatePdf(c), catch: (cause) => new RenderFailed({ cause }) })
 
-/** The pdfkit renderer, the default of `syllabusLayer`. */
-export const PdfCertificateRenderer: Layer.Layer<CertificateRenderer> = Layer.succeed(CertificateRenderer, { render: renderCertificatePdf })
+/** The pdfkit renderer on a pool of worker threads, the default of `syllabusLayer`. */
+export const pooledCertificateRenderer = (options: RenderPoolOptions = {}): Layer.Layer<CertificateRenderer> =>
+  Layer.scoped(
+    CertificateRenderer,
+    Effect.map(
+      Effect.acquireRelease(Effect.sync(() => makeRenderPool(options)), (pool) => Effect.promise(() => pool.close())),
+      (pool) => ({ render: pool.render })
+    )
+  )
+
+export const PdfCertificateRenderer: Layer.Layer<CertificateRenderer> = pooledCertificateRenderer()

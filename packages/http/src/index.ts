@@ -3,7 +3,16 @@ export { type AccessLogLine, type AccessLogSink, jsonLinesTo } from "./access-lo
 export { type Embedding, makeFetchHandler, makeNodeEdge, makeNodeListener, webHandlerOf } from "./embed.js"
 export { clientErrorHandler, defaultEdgeLimits, type EdgeLimits, type NodeEdge, nodeEdge } from "./node-edge.js"
 export { type SyllabusOptions, syllabusLayer } from "./layer.js"
-export { PdfCertificateRenderer, renderCertificatePdf } from "./certificate-renderer.js"
+export {
+  DEFAULT_RENDER_BUDGET_MS,
+  DEFAULT_RENDER_QUEUE,
+  makeRenderPool,
+  PdfCertificateRenderer,
+  pooledCertificateRenderer,
+  type RenderPool,
+  type RenderPoolOptions,
+  renderCertificatePdf
+} from "./certificate-renderer.js"
 export { StreamingTabularReader } from "./import-parsers.js"
 export { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
 export { outcomeOfError, SmtpMailer, type SmtpOptions, type SmtpTls, smtpTransportOptions } from "./smtp-mailer.js"

@@ -17,10 +17,14 @@
  *   resource's default order, ascending (`created_at`: oldest first, the order an import
  *   recreates them in), and streams the lines to file storage in multipart parts of
  *   `EXPORT_PART_BYTES`: at most one page and one part in memory, whatever the collection.
- *   The item is one unit of work (its reads see one state of the store, its file record and
- *   the export's end commit together) under one lease of the operations engine: a run longer
- *   than the lease may be taken over by another process's worker, which starts the file
- *   again (docs/exports.md gives the throughput; split a huge collection by a filter).
+ *   The file is written before the item's unit of work, outside any transaction, each page
+ *   read on its own (`prepareItem`; each record once, in creation order; a record created
+ *   meanwhile may be in or not); then the item's unit of work records the file and the
+ *   export's end together, short, so that concurrent exports neither hold transactions open
+ *   nor redo their files when they lose a race (issue 23). A failed unit of work removes the
+ *   file. Under one lease of the operations engine: a run longer than the lease may be taken
+ *   over by another process's worker, which starts the file again (docs/exports.md gives the
+ *   throughput; split a huge collection by a filter).
  * - Each row is the representation `GET` answers, as the starter sees it: a user's `email`,
  *   `document` and `phone` are null unless the credential that started the export held
  *   `users.read_personal` (the item runs with the starter's grant). JSON lines: one
@@ -391,20 +395,34 @@ const writeExportFile = (exportRecord: StoredRecord, key: string, uploadId: stri
 
 const storageFailure = (cause: unknown) => apiError("storage_unavailable", { internal: cause })
 
+/** The export's file, written before its item's unit of work (`prepareItem`), for `runExportItem` to record. */
+interface WrittenExport {
+  readonly id: string
+  readonly key: string
+  readonly size: number
+  readonly sha256: string
+  readonly rows: number
+}
+
+/** An export that may be written: no file yet (queued, or failed by an outage and resumed: `POST /operations/{id}/resumptions`). */
+const writable = (record: StoredRecord) => record.data.status === "queued" || record.data.status === "failed"
+
 /**
- * The export's one item: the file written, then recorded with the export's end in the item's
- * unit of work. A failure removes what was stored.
+ * The export's file, written before the item's unit of work and outside any transaction (issue
+ * 23: read inside the item's serializable unit of work, an export held a transaction for as
+ * long as it read, conflicted with every concurrent write to what it read, and redid the
+ * whole file each time it lost a race, until it gave up with `audit_unavailable`). The pages
+ * are read each on its own (keyset, in creation order: each record once; one created meanwhile
+ * may be in or not). A failure removes what was stored. Answers the payload with the file.
  */
-const runExportItem = (payload: JsonObject): Effect.Effect<Json, ApiError, ItemServices> =>
+const writeExport = (payload: JsonObject): Effect.Effect<JsonObject, ApiError, ItemServices> =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
     const storage = yield* FileStorage
-    const exportId = String(payload.export_id)
-    const current = yield* records.get(caller.tenant, EXPORT_TYPE, exportId).pipe(Effect.mapError(readUnavailable))
+    const current = yield* records.get(caller.tenant, EXPORT_TYPE, String(payload.export_id)).pipe(Effect.mapError(readUnavailable))
     if (!current) return yield* Effect.fail(apiError("not_found"))
-    // Run again only while it has no file: queued, or failed by an outage and resumed (`POST /operations/{id}/resumptions`).
-    if (current.data.status !== "queued" && current.data.status !== "failed") return { object: "export", id: exportId, file_id: current.data.file_id ?? null }
+    if (!writable(current)) return payload
     const fileId = yield* (yield* Ids).next("file")
     const key = objectKey(caller.tenant, fileId)
     const uploadId = yield* storage.startUpload(key).pipe(Effect.mapError(storageFailure))
@@ -414,44 +432,71 @@ const runExportItem = (payload: JsonObject): Effect.Effect<Json, ApiError, ItemS
       Effect.tapError(() => Effect.ignore(Effect.zipRight(storage.abortUpload(key, uploadId), storage.deleteObject(key))))
     )
     yield* Effect.ignore(storage.abortUpload(key, uploadId))
+    const file: WrittenExport = { id: fileId, key, size: written.object.size, sha256: written.object.sha256, rows: written.rows }
+    return { ...payload, file: { ...file } }
+  })
+
+/** The file of a prepared export whose unit of work failed: removed. */
+const discardExport = (prepared: JsonObject): Effect.Effect<void, never, ItemServices> =>
+  Effect.flatMap(FileStorage, (storage) => {
+    const file = prepared.file as WrittenExport | undefined
+    return file === undefined ? Effect.void : Effect.ignore(storage.deleteObject(file.key))
+  })
+
+/**
+ * The export's one item, in its unit of work: the file written before (`writeExport`) recorded
+ * with the export's end. A file the export no longer needs (finished meanwhile) is removed.
+ */
+const runExportItem = (payload: JsonObject): Effect.Effect<Json, ApiError, ItemServices> =>
+  Effect.gen(function* () {
+    const caller = yield* Caller
+    const records = yield* Records
+    const storage = yield* FileStorage
+    const exportId = String(payload.export_id)
+    const written = payload.file as WrittenExport | undefined
+    const current = yield* records.get(caller.tenant, EXPORT_TYPE, exportId).pipe(Effect.mapError(readUnavailable))
+    if (!current) return yield* Effect.fail(apiError("not_found"))
+    if (!writable(current)) {
+      if (written !== undefined) yield* Effect.ignore(storage.deleteObject(written.key))
+      return { object: "export", id: exportId, file_id: current.data.file_id ?? null }
+    }
+    // Written while the export had no file; it has none still (a run that took over would have recorded it).
+    if (written === undefined) return yield* Effect.fail(apiError("state_conflict", { reason: "export_changed" }))
     const now = yield* Clock.currentTimeMillis
     const at = formatTimestamp(now)
     const expiresAt = formatTimestamp(now + EXPORT_RETENTION_MS)
     const csv = current.data.format === "csv"
     const file = {
       object: "file",
-      id: fileId,
+      id: written.id,
       purpose: EXPORT_PURPOSE,
       filename: `${String(current.data.resource_type)}-${exportId}.${csv ? "csv" : "jsonl"}`,
-      size: written.object.size,
+      size: written.size,
       content_type: csv ? "text/csv" : "application/x-ndjson",
-      sha256: written.object.sha256,
+      sha256: written.sha256,
       created_at: at,
       // Removed with its bytes by the housekeeping (uploads/file-content.ts) once past.
       expires_at: expiresAt,
-      storage_key: key,
+      storage_key: written.key,
       [FILE_REQUIRES]: current.data.file_requires ?? requirementsJson([{ capability: `${String(current.data.resource_type)}.read`, resources: null }, { capability: READ_PERSONAL, resources: null }])
     } satisfies JsonObject
-    const saved = yield* Effect.gen(function* () {
-      yield* records.insert(caller.tenant, FILE_TYPE, fileId, file).pipe(Effect.mapError(writeUnavailable))
-      yield* recordChange("file.created", { object: "file", id: fileId })
-      const done = yield* records
-        .update(caller.tenant, EXPORT_TYPE, exportId, {
-          ...current.data,
-          status: "succeeded",
-          error: null,
-          row_count: written.rows,
-          size: written.object.size,
-          file_id: fileId,
-          completed_at: at,
-          expires_at: expiresAt
-        }, { expectedRevision: current.revision })
-        .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("state_conflict", { reason: "export_changed" }) : writeUnavailable(e))))
-      yield* recordChange("export.completed", { object: "export", id: exportId })
-      yield* emitEvent("export.completed", exportView(done))
-      return done
-    }).pipe(Effect.tapError(() => Effect.ignore(storage.deleteObject(key))))
-    return { object: "export", id: exportId, file_id: fileId, row_count: Number(saved.data.row_count) }
+    yield* records.insert(caller.tenant, FILE_TYPE, written.id, file).pipe(Effect.mapError(writeUnavailable))
+    yield* recordChange("file.created", { object: "file", id: written.id })
+    const done = yield* records
+      .update(caller.tenant, EXPORT_TYPE, exportId, {
+        ...current.data,
+        status: "succeeded",
+        error: null,
+        row_count: written.rows,
+        size: written.size,
+        file_id: written.id,
+        completed_at: at,
+        expires_at: expiresAt
+      }, { expectedRevision: current.revision })
+      .pipe(Effect.mapError((e) => (e._tag === "RevisionConflict" ? apiError("state_conflict", { reason: "export_changed" }) : writeUnavailable(e))))
+    yield* recordChange("export.completed", { object: "export", id: exportId })
+    yield* emitEvent("export.completed", exportView(done))
+    return { object: "export", id: exportId, file_id: written.id, row_count: written.rows }
   })
 
 /**
@@ -487,7 +532,7 @@ const finishExport = (operation: JsonObject): Effect.Effect<void, ApiError<"audi
   })
 
 export const exportsOperationKinds: Readonly<Record<string, OperationKind>> = {
-  [EXPORT_OPERATION]: { runItem: runExportItem, onFinished: finishExport }
+  [EXPORT_OPERATION]: { runItem: runExportItem, prepareItem: writeExport, discardPrepared: discardExport, onFinished: finishExport }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ interface ApiErrorFields {
    * response" (§7), 408 when a request body does not arrive in time, 416 for a `Range` past the
    * end of a file (reason `range_not_satisfiable`).
    */
-  readonly statusOverride?: 408 | 416 | 422 | undefined
+  readonly statusOverride?: 408 | 416 | 422 | 503 | undefined
 }
 
 /**
@@ -177,7 +177,7 @@ export interface FailOptions {
   readonly params?: Readonly<Record<string, string | number>>
   readonly headers?: Readonly<Record<string, string>>
   readonly internal?: unknown
-  readonly statusOverride?: 408 | 416 | 422
+  readonly statusOverride?: 408 | 416 | 422 | 503
   readonly rateLimit?: RateLimitBody
 }
 

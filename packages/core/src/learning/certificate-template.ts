@@ -38,7 +38,10 @@ import {
   type CertificateFont,
   CertificateRenderer,
   type CertificateLine,
-  type QrPosition
+  type QrPosition,
+  type RenderBudgetExceeded,
+  type RendererBusy,
+  type RenderFailed
 } from "../ports/documents.js"
 import { FileStorage, type StorageUnavailable } from "../ports/file-storage.js"
 import { type Json, type JsonObject, Records, type StoredRecord, UnitOfWork } from "../ports/store.js"
@@ -469,6 +472,18 @@ const backgroundOf = (template: JsonObject) =>
   })
 
 /**
+ * A render that did not give a PDF: past the renderer's time budget it is the input's doing
+ * (the same preview would be again: 422, change the texts); a full queue is the server's
+ * moment (503 with `Retry-After`); anything else a defect (500).
+ */
+const renderFailure = (e: RenderFailed | RenderBudgetExceeded | RendererBusy): ApiError =>
+  e._tag === "RenderBudgetExceeded"
+    ? apiError("domain_rule_violation", { reason: "render_budget_exceeded", params: { budget_ms: e.budgetMs } })
+    : e._tag === "RendererBusy"
+      ? apiError("http_error", { reason: "renderer_busy", statusOverride: 503, headers: { "retry-after": String(e.retryAfterSeconds) } })
+      : apiError("internal_error", { internal: e })
+
+/**
  * Render a product's template with sample values to a PDF and keep it as a file (purpose
  * `certificate_preview`). Talks to file storage, so it keeps its own units of work: the bytes
  * are stored first, then the file is recorded with its audit entry; a failure to record it
@@ -506,7 +521,7 @@ export const previewCertificateTemplate = Effect.fn("CertificateTemplates.previe
   }
   const background = yield* backgroundOf(template)
   const document = certificateDocument(String(product.data.name), template, values, background, true)
-  const bytes = yield* renderer.render(document).pipe(Effect.mapError((cause) => apiError("internal_error", { internal: cause })))
+  const bytes = yield* renderer.render(document).pipe(Effect.mapError(renderFailure))
 
   const fileId = yield* (yield* Ids).next("file")
   const key = objectKey(caller.tenant, fileId)

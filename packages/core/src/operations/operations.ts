@@ -74,6 +74,15 @@ export interface OperationKind {
    */
   readonly onFinished?: (operation: JsonObject) => Effect.Effect<void, ApiError<"audit_unavailable">, ItemServices>
   /**
+   * Work of an item done before its unit of work, outside any transaction: its answer is the
+   * payload `runItem` then gets, in the item's unit of work, to record it (an export's file:
+   * long reads and storage writes that must neither hold a serializable transaction open nor
+   * be redone each time it loses a race and runs again). `discardPrepared` undoes it when the
+   * item's unit of work fails. The items of such a kind run one per unit of work.
+   */
+  readonly prepareItem?: (payload: JsonObject) => Effect.Effect<JsonObject, ApiError, ItemServices>
+  readonly discardPrepared?: (prepared: JsonObject) => Effect.Effect<void, never, ItemServices>
+  /**
    * For an operation started with an `enumeration` (`startOperation`): its items, too many for
    * the request that starts it (an import's rows, read from its file), as a stream the worker
    * that claims it reads (from the `enumeration` given) before running them. `skip` items were
@@ -420,8 +429,12 @@ const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "d
  */
 export const OPERATION_CHUNK_ITEMS = 25
 
-/** Run the queued items of a claimed operation, then finish it. Stops when canceled or when it lost the lease. */
-const runOperation = (operation: StoredRecord, owner: string) =>
+/**
+ * Run the queued items of a claimed operation, then finish it. Stops when canceled or when it
+ * lost the lease. `turn` runs between units of work, each committed: the worker's time slice
+ * (`BackgroundBudget.runInTurns`), which may give the slot to another account and wait for one.
+ */
+const runOperation = (operation: StoredRecord, owner: string, turn: Effect.Effect<void> = Effect.void) =>
   Effect.gen(function* () {
     const records = yield* Records
     const uow = yield* UnitOfWork
@@ -433,16 +446,18 @@ const runOperation = (operation: StoredRecord, owner: string) =>
       return yield* finishOperation(operation, owner, caller, exhausted)
     }
     if (kind?.enumerate !== undefined && operation.data.enumerated === false) {
-      const enumerated = yield* enumerateItems(operation, owner, caller, kind.enumerate)
+      const enumerated = yield* enumerateItems(operation, owner, caller, kind.enumerate, turn)
       if (enumerated === false) return // another worker took over
       if (enumerated !== true) return yield* finishOperation(operation, owner, caller, enumerated)
     }
 
+    const payloadOf = (item: StoredRecord) => (item.data.payload ?? {}) as JsonObject
+
     /** An item's write and its `succeeded` record, inside the unit of work of its chunk. */
-    const runItem = (item: StoredRecord) =>
+    const runItem = (item: StoredRecord, payload: JsonObject) =>
       Effect.gen(function* () {
         if (!kind) return yield* Effect.fail(apiError("operation_type_unknown"))
-        const result = yield* kind.runItem((item.data.payload ?? {}) as JsonObject)
+        const result = yield* kind.runItem(payload)
         const now = yield* Clock.currentTimeMillis
         yield* records.update(operation.tenant, OPERATION_ITEM_TYPE, item.id, {
           ...item.data,
@@ -453,21 +468,30 @@ const runOperation = (operation: StoredRecord, owner: string) =>
         })
       })
 
-    /** The items of `chunk`, all or nothing, under the lease. */
-    const runChunk = (chunk: ReadonlyArray<StoredRecord>) =>
+    /** The items of `chunk`, all or nothing, under the lease (`prepared`: the payload of a chunk of one prepared item). */
+    const runChunk = (chunk: ReadonlyArray<StoredRecord>, prepared?: JsonObject) =>
       uow.transaction(
         Effect.gen(function* () {
-          for (const item of chunk) yield* runItem(item)
+          for (const item of chunk) yield* runItem(item, prepared ?? payloadOf(item))
           yield* holdLease(operation.id, operation.tenant, owner, "done", chunk.length)
         }).pipe(Effect.provideService(Caller, caller))
       )
 
+    /** One item in its unit of work; first, outside it, its kind's preparation (undone if the unit of work fails). */
+    const runOne = (item: StoredRecord) => {
+      const prepare = kind?.prepareItem
+      if (prepare === undefined) return runChunk([item])
+      const discard = kind?.discardPrepared ?? (() => Effect.void)
+      return Effect.flatMap(prepare(payloadOf(item)).pipe(Effect.provideService(Caller, caller)), (prepared) =>
+        runChunk([item], prepared).pipe(Effect.tapError(() => discard(prepared).pipe(Effect.provideService(Caller, caller)))))
+    }
+
     /** One item alone; its failure recorded as failed, under the lease, in a unit of work of its own. `false`: stop. */
     const runAlone = (item: StoredRecord) =>
       Effect.gen(function* () {
-        const ran = yield* Effect.either(runChunk([item]))
+        const ran = yield* Effect.either(runOne(item))
         if (ran._tag === "Right") return true
-        const payload = (item.data.payload ?? {}) as JsonObject
+        const payload = payloadOf(item)
         const failure = itemFailure(ran.left, typeof payload.id === "string" ? payload.id : null)
         if (failure.code === "operation_ownership_lost") return false
         const recorded = yield* Effect.either(
@@ -500,13 +524,14 @@ const runOperation = (operation: StoredRecord, owner: string) =>
         limit: ITEMS_PAGE
       })
       for (let start = 0; start < queued.length; start += OPERATION_CHUNK_ITEMS) {
-        // A turn of the event loop between chunks: requests are read between units of work.
-        if (start > 0 || after !== undefined) yield* yieldToEventLoop
+        // A turn of the event loop between chunks: requests are read between units of work; and
+        // the slot's time slice: past it, another account's operation may go first.
+        if (start > 0 || after !== undefined) yield* Effect.zipRight(yieldToEventLoop, turn)
         const current = yield* records.get(operation.tenant, OPERATION_TYPE, operation.id)
         if (!current || current.data.lease_owner !== owner) return // another worker took over
         if (current.data.cancellation_requested === true) break pages
         const chunk = queued.slice(start, start + OPERATION_CHUNK_ITEMS)
-        const ran = chunk.length > 1 ? yield* Effect.either(runChunk(chunk)) : undefined
+        const ran = chunk.length > 1 && kind?.prepareItem === undefined ? yield* Effect.either(runChunk(chunk)) : undefined
         if (ran?._tag === "Right") continue
         if (ran !== undefined && itemFailure(ran.left, null).code === "operation_ownership_lost") return
         for (const item of chunk) {
@@ -535,7 +560,8 @@ const enumerateItems = (
   operation: StoredRecord,
   owner: string,
   caller: CallerInfo,
-  enumerate: NonNullable<OperationKind["enumerate"]>
+  enumerate: NonNullable<OperationKind["enumerate"]>,
+  turn: Effect.Effect<void>
 ) =>
   Effect.gen(function* () {
     const records = yield* Records
@@ -569,7 +595,7 @@ const enumerateItems = (
             )
             return true
           })
-        ).pipe(Effect.zipLeft(yieldToEventLoop))
+        ).pipe(Effect.zipLeft(yieldToEventLoop), Effect.zipLeft(turn))
       ),
       Effect.provideService(Caller, caller),
       Effect.either
@@ -753,11 +779,15 @@ const WORKER_WINDOW = 100
 
 /**
  * A worker loop for a server's lifetime. Every `interval` it reads what is due (queued, or
- * running under a lease that ran out) and starts what the process's background budget
- * (`BackgroundBudget`) lets it: the accounts in turn (the first operation of each, then the
- * second…), never more of one account than the budget's `perAccount`, operations together at
- * most their share of the budget. Each run is a fiber of its own holding its slot, so a long
- * operation holds up neither the loop nor another account's operation.
+ * running under a lease that ran out) and puts each in line for a slot of the process's
+ * background budget (`BackgroundBudget.runInTurns`), the accounts in turn (the first operation
+ * of each, then the second…): the budget serves the longest-unserved account first, gives an
+ * account at most half of the operations' slots while another waits, and takes a running
+ * operation's slot back between chunks once it has run its time slice and someone waits. An
+ * operation is claimed when it gets its slot; each run is a fiber of its own, so a long
+ * operation holds up neither the loop nor (beyond one time slice) another account's operation.
+ * While a run waits in line for its next turn it keeps its lease unrenewed: another process
+ * with a free slot may take it over once the lease runs out (this one then stops).
  */
 export const operationsWorker = (interval = "250 millis" as const) =>
   Effect.scoped(
@@ -765,7 +795,7 @@ export const operationsWorker = (interval = "250 millis" as const) =>
       const records = yield* Records
       const budget = yield* backgroundBudget
       const runs = yield* FiberSet.make<void, never>()
-      /** Operations this process runs now: not claimed again while their run goes on. */
+      /** Operations this process runs or has in line: not put in line again meanwhile. */
       const running = new Set<string>()
       const pass = Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
@@ -784,29 +814,23 @@ export const operationsWorker = (interval = "250 millis" as const) =>
           for (const list of lists) if (round < list.length) inTurn.push(list[round]!)
         }
         for (const candidate of inTurn) {
-          const release = budget.tryTake("operation", candidate.tenant.accountId)
-          if (release === undefined) continue
-          const owner = `worker_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
-          // Lost to another worker (or failed): the slot goes back at once.
-          const claimed = yield* claim(candidate, now, owner).pipe(
-            Effect.onExit((exit) => (exit._tag === "Success" && Option.isSome(exit.value) ? Effect.void : Effect.sync(release)))
-          )
-          if (Option.isNone(claimed)) continue
           running.add(candidate.id)
+          const run = budget.runInTurns("operation", candidate.tenant.accountId, (turn) =>
+            Effect.gen(function* () {
+              const owner = `worker_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
+              // Claimed on the revision read by the pass: changed meanwhile (taken by another worker, canceled), it is left.
+              const claimed = yield* claim(candidate, yield* Clock.currentTimeMillis, owner)
+              if (Option.isSome(claimed)) yield* runOperation(claimed.value, owner, turn)
+            }))
           yield* FiberSet.run(
             runs,
-            runOperation(claimed.value, owner).pipe(
+            run.pipe(
               Effect.catchAllCause((cause) => Effect.logWarning("operation run failed", cause)),
-              Effect.ensuring(
-                Effect.sync(() => {
-                  running.delete(candidate.id)
-                  release()
-                })
-              )
+              Effect.ensuring(Effect.sync(() => running.delete(candidate.id)))
             )
           )
-          yield* yieldToEventLoop
         }
+        yield* yieldToEventLoop
       })
       for (;;) {
         yield* pass.pipe(Effect.catchAllCause((cause) => Effect.logWarning("operations worker pass failed", cause)))

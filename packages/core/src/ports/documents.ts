@@ -60,10 +60,20 @@ export interface CertificateDocument {
 /** The renderer failed (a defect of the adapter or of its library): answered as 500 `internal_error`. */
 export class RenderFailed extends Data.TaggedError("RenderFailed")<{ readonly cause: unknown }> {}
 
+/**
+ * The document took longer than the renderer's time budget (the render was stopped): the same
+ * input would again, so the caller must change it (answered as 422 `domain_rule_violation`,
+ * reason `render_budget_exceeded`).
+ */
+export class RenderBudgetExceeded extends Data.TaggedError("RenderBudgetExceeded")<{ readonly budgetMs: number }> {}
+
+/** Every renderer is busy and its queue is full: a retry later may succeed (503 `http_error`, reason `renderer_busy`). */
+export class RendererBusy extends Data.TaggedError("RendererBusy")<{ readonly retryAfterSeconds: number }> {}
+
 export class CertificateRenderer extends Context.Tag("@syllabus/core/CertificateRenderer")<
   CertificateRenderer,
   {
     /** The PDF of one certificate (`application/pdf`): every byte of it, as the file to store. */
-    readonly render: (document: CertificateDocument) => Effect.Effect<Uint8Array, RenderFailed>
+    readonly render: (document: CertificateDocument) => Effect.Effect<Uint8Array, RenderFailed | RenderBudgetExceeded | RendererBusy>
   }
 >() {}

@@ -8,7 +8,12 @@
  *   `perAccount` for one account (both environments), and per kind at most its share (an
  *   operation or a storm of deliveries cannot take every slot). A slot is taken at once when
  *   one is free (`tryTake`, for the delivery dispatcher, which picks accounts in turn itself),
- *   or waited for (`run`), the waiters served round-robin across accounts.
+ *   or waited for (`run`), the waiters served the longest-unserved account first. While
+ *   another account waits for a kind, an account gets no more than half of that kind's slots.
+ * - Time slices (issue 23): long work (an operation's run) holds its slot in turns
+ *   (`runInTurns`): after `timeSliceMs` of work, at its next checkpoint, it gives the slot back
+ *   when someone waits and queues again, so that another account's short job starts within
+ *   about one time slice of a slot's holder, however long the holders' jobs are.
  * - `BackgroundStore`: the store ports the workers use instead of the requests' ones, when
  *   the store offers them (PostgreSQL: a small pool of its own, so that background work never
  *   takes the request pool's connections). Absent (memory), workers use the request store.
@@ -17,7 +22,7 @@
  *   of them: a worker yields so after each unit of work, so that a request that arrived
  *   meanwhile is read and answered before the next unit starts.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import type { Idempotency, Records, UnitOfWork } from "../ports/store.js"
 
 export type BackgroundKind = "delivery" | "operation" | "housekeeping"
@@ -27,10 +32,13 @@ export interface BackgroundOptions {
   readonly concurrency?: number
   /** Of one account at most (default 4). */
   readonly perAccount?: number
+  /** Work a long unit does in one turn before it lets a waiter have its slot (default 2,000 ms). */
+  readonly timeSliceMs?: number
 }
 
 export const DEFAULT_BACKGROUND_CONCURRENCY = 16
 export const DEFAULT_BACKGROUND_PER_ACCOUNT = 4
+export const DEFAULT_BACKGROUND_TIME_SLICE_MS = 2000
 
 /** The account of work that belongs to none (retention, expiry sweeps). */
 export const SYSTEM_ACCOUNT = "system"
@@ -38,12 +46,25 @@ export const SYSTEM_ACCOUNT = "system"
 export interface BackgroundBudgetShape {
   readonly concurrency: number
   readonly perAccount: number
+  readonly timeSliceMs: number
   /** The most units of `kind` in flight at once: deliveries leave two slots, operations take a quarter, housekeeping one. */
   readonly capOf: (kind: BackgroundKind) => number
   /** A slot now if one is free for this account and kind: its release (idempotent). Never waits. */
   readonly tryTake: (kind: BackgroundKind, account: string) => (() => void) | undefined
-  /** Wait for a slot (waiters are served round-robin across accounts), run `work` in it, give it back. */
+  /** The most slots of `kind` one account gets while another account waits for one: half of the kind's (at least one). */
+  readonly shareOf: (kind: BackgroundKind) => number
+  /** Wait for a slot (waiters are served the longest-unserved account first), run `work` in it, give it back. */
   readonly run: <A, E, R>(kind: BackgroundKind, account: string, work: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * `run` for long work, in turns: `work` calls `turn` between its units of work (each
+   * committed); once it has held the slot for `timeSliceMs` and someone waits for a slot of its
+   * kind, `turn` gives the slot back and waits in line for one again (interruptible).
+   */
+  readonly runInTurns: <A, E, R>(
+    kind: BackgroundKind,
+    account: string,
+    work: (turn: Effect.Effect<void>) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E, R>
   /** Completes at the next release of a slot. */
   readonly released: Effect.Effect<void>
   /** Units in flight: in all, or of one account. */
@@ -60,14 +81,19 @@ interface Waiter {
 export const makeBackgroundBudget = (options: BackgroundOptions = {}): BackgroundBudgetShape => {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_BACKGROUND_CONCURRENCY))
   const perAccount = Math.max(1, Math.min(concurrency, Math.floor(options.perAccount ?? DEFAULT_BACKGROUND_PER_ACCOUNT)))
+  const timeSliceMs = Math.max(0, options.timeSliceMs ?? DEFAULT_BACKGROUND_TIME_SLICE_MS)
   const caps: Record<BackgroundKind, number> = {
     delivery: Math.max(1, concurrency - 2),
     operation: Math.max(1, Math.floor(concurrency / 4)),
     housekeeping: 1
   }
+  const shareOf = (kind: BackgroundKind) => Math.max(1, Math.floor(caps[kind] / 2))
   let running = 0
   const byAccount = new Map<string, number>()
   const byKind = new Map<BackgroundKind, number>()
+  /** Slots by account and kind (`account kind`): an account's share of a kind. */
+  const byAccountKind = new Map<string, number>()
+  const accountKey = (kind: BackgroundKind, account: string) => `${account} ${kind}`
   const waiters: Array<Waiter> = []
   /** When each account was last granted a slot (a counter): the waiter of the longest-unserved account goes first. */
   const lastGrant = new Map<string, number>()
@@ -75,23 +101,35 @@ export const makeBackgroundBudget = (options: BackgroundOptions = {}): Backgroun
   let arrivals = 0
   let listeners: Array<() => void> = []
 
+  /** Another account waits for a slot of this kind. */
+  const othersWait = (kind: BackgroundKind, account: string) => waiters.some((w) => w.kind === kind && w.account !== account)
+
   const free = (kind: BackgroundKind, account: string) =>
-    running < concurrency && (byAccount.get(account) ?? 0) < perAccount && (byKind.get(kind) ?? 0) < caps[kind]
+    running < concurrency &&
+    (byAccount.get(account) ?? 0) < perAccount &&
+    (byKind.get(kind) ?? 0) < caps[kind] &&
+    ((byAccountKind.get(accountKey(kind, account)) ?? 0) < shareOf(kind) || !othersWait(kind, account))
+
+  const bump = <K>(counts: Map<K, number>, key: K, by: number) => {
+    const n = (counts.get(key) ?? 0) + by
+    if (n === 0) counts.delete(key)
+    else counts.set(key, n)
+  }
 
   const take = (kind: BackgroundKind, account: string): (() => void) => {
     running++
-    byAccount.set(account, (byAccount.get(account) ?? 0) + 1)
-    byKind.set(kind, (byKind.get(kind) ?? 0) + 1)
+    bump(byAccount, account, 1)
+    bump(byKind, kind, 1)
+    bump(byAccountKind, accountKey(kind, account), 1)
     lastGrant.set(account, ++grants)
     let done = false
     return () => {
       if (done) return
       done = true
       running--
-      const left = (byAccount.get(account) ?? 1) - 1
-      if (left === 0) byAccount.delete(account)
-      else byAccount.set(account, left)
-      byKind.set(kind, (byKind.get(kind) ?? 1) - 1)
+      bump(byAccount, account, -1)
+      bump(byKind, kind, -1)
+      bump(byAccountKind, accountKey(kind, account), -1)
       pump()
       const woken = listeners
       listeners = []
@@ -140,13 +178,42 @@ export const makeBackgroundBudget = (options: BackgroundOptions = {}): Backgroun
       })
     })
 
+  const runInTurns = <A, E, R>(
+    kind: BackgroundKind,
+    account: string,
+    work: (turn: Effect.Effect<void>) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      let release: (() => void) | undefined
+      let heldSince = 0
+      // Waiting is interruptible; once granted, the slot is recorded before anything else can stop the fiber.
+      const takeSlot = Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(restore(acquire(kind, account)), (granted) =>
+          Effect.map(Clock.currentTimeMillis, (now) => {
+            release = granted
+            heldSince = now
+          })))
+      const turn = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        if (now - heldSince < timeSliceMs || !waiters.some((w) => w.kind === kind)) return
+        const giveBack = release
+        release = undefined
+        giveBack?.()
+        yield* takeSlot
+      })
+      return Effect.acquireUseRelease(takeSlot, () => work(turn), () => Effect.sync(() => release?.()))
+    })
+
   return {
     concurrency,
     perAccount,
+    timeSliceMs,
     capOf: (kind) => caps[kind],
+    shareOf,
     tryTake: (kind, account) => (free(kind, account) ? take(kind, account) : undefined),
     run: (kind, account, work) =>
       Effect.acquireUseRelease(acquire(kind, account), () => work, (release) => Effect.sync(release)),
+    runInTurns,
     released: Effect.async<void>((resume) => {
       const wake = () => resume(Effect.void)
       listeners.push(wake)

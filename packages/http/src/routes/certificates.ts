@@ -73,7 +73,7 @@ export const certificateRoutes: ReadonlyArray<Operation> = [
     path: "/products/{product_id}/certificate-template/previews",
     summary: "Render the certificate template to a PDF file with sample values",
     description:
-      "Render the product's certificate template to a PDF (A4 landscape, marked PREVIEW) with sample values (`sample`: the learner's name, document, issue date and the values of the template's fields; defaults are used for those omitted), stored as a new file of purpose `certificate_preview` and answered as that file (`Location`: `/api/v3/files/{file_id}`). A disabled template can be previewed. 409 `template_not_previewable` when there is nothing to preview: the product has never been given a template (reason `no_template`), or the template has neither `texts.content` nor `fields` (reason `no_content`). A state-changing POST (it makes a file): `Idempotency-Key` is required, and a retry with the same key answers the same file.",
+      "Render the product's certificate template to a PDF (A4 landscape, marked PREVIEW) with sample values (`sample`: the learner's name, document, issue date and the values of the template's fields; defaults are used for those omitted), stored as a new file of purpose `certificate_preview` and answered as that file (`Location`: `/api/v3/files/{file_id}`). A disabled template can be previewed. 409 `template_not_previewable` when there is nothing to preview: the product has never been given a template (reason `no_template`), or the template has neither `texts.content` nor `fields` (reason `no_content`). A state-changing POST (it makes a file): `Idempotency-Key` is required, and a retry with the same key answers the same file. Rendering runs on a small pool of render threads with a time budget (10 s by default): a template that takes longer to draw (e.g. tens of KiB of text without spaces) is stopped and answered 422 `domain_rule_violation` with reason `render_budget_exceeded` (the same preview would be again: shorten or break up the texts); when every render thread is busy and the queue is full, 503 `http_error` with reason `renderer_busy` and `Retry-After`.",
     tag,
     capability: "certificate_templates.update",
     scopedBy: "product_id",
@@ -82,7 +82,7 @@ export const certificateRoutes: ReadonlyArray<Operation> = [
     idempotency: "required",
     unitOfWork: "handler",
     success: { status: 201, description: "The PDF, as a file.", schema: FileSchema, headers: ["Location"] },
-    errors: ["template_not_previewable", "storage_unavailable"],
+    errors: ["template_not_previewable", "domain_rule_violation", "storage_unavailable"],
     handler: ({ path, body }) =>
       previewCertificateTemplate(path.product_id!, body).pipe(
         Effect.map((data) => ({ status: 201, body: { data }, headers: { location: `/api/v3/files/${String(data.id)}` } }))
