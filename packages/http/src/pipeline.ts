@@ -20,7 +20,7 @@ import {
   type Json,
   storableForm,
   unstorableTextPaths,
-  logRequest,
+  makeRequestLogWriter,
   negotiateLanguage,
   NOT_REPLAYABLE_HEADER,
   outcomeOf,
@@ -153,6 +153,8 @@ export type OutsideApp = (
 
 export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: OutsideApp) => {
   const route = makeRouter(operations)
+  /** The request log of this app's calls, in group commits (trail/audit.ts). */
+  const logRequest = makeRequestLogWriter()
 
   /**
    * The bound of a request: `requestDeadlineMs`, or `uploadRequestDeadlineMs` for the operations

@@ -611,5 +611,5 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  return { get, getMany, findUnique, insert, insertMany, update, remove, increment, list, count, aggregate, scan, purge, prune }
+  return { groupCommit: true, get, getMany, findUnique, insert, insertMany, update, remove, increment, list, count, aggregate, scan, purge, prune }
 }

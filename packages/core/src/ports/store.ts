@@ -161,6 +161,12 @@ export const groupKeyText = (value: Json | undefined): string | null =>
 export class Records extends Context.Tag("@syllabus/core/Records")<
   Records,
   {
+    /**
+     * Whether each write outside a unit of work costs a commit of its own worth sharing
+     * (PostgreSQL: a round trip and a WAL flush): the request log is then written in group
+     * commits (`makeRequestLogWriter`). A store in memory writes each entry as it comes.
+     */
+    readonly groupCommit?: boolean
     readonly get: (tenant: Tenant, type: string, id: string) => Effect.Effect<StoredRecord | undefined, StoreUnavailable>
     /**
      * The records of `type` with these IDs, in one read (the primary key): those that exist, in

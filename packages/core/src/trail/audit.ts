@@ -4,10 +4,10 @@
  * the change). Account usage (`/account/usage`) is counted from the request log, so there
  * is one record of what happened and the counts cannot drift from it.
  */
-import { Clock, Effect } from "effect"
+import { Cause, Clock, Deferred, Effect } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import type { Anchors } from "../access/scope.js"
-import { apiError, writeUnavailable } from "../errors/errors.js"
+import { apiError, type ApiError, writeUnavailable } from "../errors/errors.js"
 import { contractRateLimits, type RateLimits } from "../limits/rate-limit.js"
 import { type Environment, type JsonObject, Records, type StoreUnavailable, type Tenant, type Where } from "../ports/store.js"
 import { isId } from "../records/ids.js"
@@ -74,12 +74,96 @@ export const auditEntryFields = [
 export const outcomeOf = (status: number): string =>
   status === 429 ? "rate_limited" : status >= 500 ? "server_error" : status >= 400 ? "client_error" : "success"
 
-/** Record one call. A store failure is `audit_unavailable`. */
-export const logRequest = (tenant: Tenant, entry: RequestLogEntry) =>
-  Effect.flatMap(Records, (records) => records.insert(tenant, REQUEST_TYPE, entry.id, entry as unknown as JsonObject)).pipe(
-    Effect.mapError(writeUnavailable),
-    Effect.asVoid
-  )
+/** The most entries of one group commit of the request log. */
+const REQUEST_LOG_BATCH = 500
+
+/**
+ * The request log, in group commits: a call is answered only once its entry is stored (a
+ * failure is `audit_unavailable`, and a read then fails closed), and the entries of concurrent
+ * calls are written together. The first call of an idle store writes at once,
+ * alone (no timer to wait for); calls arriving while a write is in flight queue, and go in the
+ * next write as one `insertMany` per tenant. Under load, one statement stores many requests'
+ * entries instead of each request committing its own.
+ *
+ * Only for a store whose commits are worth sharing (`Records.groupCommit`: PostgreSQL); a store
+ * in memory inserts each entry at once, as a queue would only add work there. One writer per
+ * app (`makeApp`); its queues are per `Records` instance, so one writer serves any store.
+ */
+export const makeRequestLogWriter = () => {
+  interface Pending {
+    readonly tenant: Tenant
+    readonly entry: RequestLogEntry
+    readonly stored: Deferred.Deferred<void, ApiError<"audit_unavailable">>
+  }
+  interface Line {
+    readonly queue: Array<Pending>
+    draining: boolean
+  }
+  const lines = new WeakMap<object, Line>()
+  const tenantKey = (tenant: Tenant) => `${tenant.accountId}\u0000${tenant.environment}`
+
+  /** Write one batch of what is queued (at most `REQUEST_LOG_BATCH`, one `insertMany` per tenant) and answer its waiters. */
+  const writeBatch = (records: Records["Type"], line: Line) =>
+    Effect.gen(function* () {
+      const batch = line.queue.splice(0, REQUEST_LOG_BATCH)
+      const byTenant = new Map<string, Array<Pending>>()
+      for (const pending of batch) {
+        const key = tenantKey(pending.tenant)
+        const group = byTenant.get(key)
+        if (group === undefined) byTenant.set(key, [pending])
+        else group.push(pending)
+      }
+      for (const group of byTenant.values()) {
+        const written = yield* records
+          .insertMany(group[0]!.tenant, REQUEST_TYPE, group.map((p) => ({ id: p.entry.id, data: p.entry as unknown as JsonObject })))
+          .pipe(
+            // A defect too: a waiter is never left without an answer.
+            Effect.catchAllCause((cause) => Effect.fail(writeUnavailable(Cause.squash(cause)))),
+            Effect.either
+          )
+        for (const pending of group) {
+          yield* written._tag === "Right" ? Deferred.succeed(pending.stored, undefined) : Deferred.fail(pending.stored, written.left)
+        }
+      }
+    })
+
+  /** Batches until the queue is empty, then the line is idle again. */
+  const drain = (records: Records["Type"], line: Line): Effect.Effect<void> =>
+    Effect.suspend(() =>
+      line.queue.length === 0 ? Effect.sync(() => (line.draining = false)) : Effect.zipRight(writeBatch(records, line), drain(records, line))
+    )
+
+  return (tenant: Tenant, entry: RequestLogEntry): Effect.Effect<void, ApiError<"audit_unavailable">, Records> =>
+    Effect.gen(function* () {
+      const records = yield* Records
+      if (records.groupCommit !== true) {
+        return yield* records.insert(tenant, REQUEST_TYPE, entry.id, entry as unknown as JsonObject).pipe(Effect.mapError(writeUnavailable), Effect.asVoid)
+      }
+      let line = lines.get(records)
+      if (line === undefined) {
+        line = { queue: [], draining: false }
+        lines.set(records, line)
+      }
+      const stored = yield* Deferred.make<void, ApiError<"audit_unavailable">>()
+      line.queue.push({ tenant, entry, stored })
+      if (!line.draining) {
+        line.draining = true
+        // The caller of an idle line writes its own batch, in its fiber (uninterruptible: the
+        // batch may hold others' entries); what queued meanwhile is written by a fiber of its
+        // own, so that no caller's answer waits for later callers' writes.
+        const current = line
+        yield* Effect.uninterruptible(
+          Effect.zipRight(
+            writeBatch(records, current),
+            Effect.suspend(() =>
+              current.queue.length === 0 ? Effect.sync(() => (current.draining = false)) : Effect.asVoid(Effect.forkDaemon(drain(records, current)))
+            )
+          )
+        )
+      }
+      yield* Deferred.await(stored)
+    })
+}
 
 /**
  * Record one change made by the caller. Call it inside the unit of work of the change: if
