@@ -23,6 +23,7 @@ import { Effect, Exit, Scope } from "effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { freshDatabase } from "./pg.js"
+import { jsonCaller } from "./shared.js"
 
 const CHANGES = Number(process.env["PLAN_CHANGES"] ?? 9005)
 const stores = (process.env["BENCH_STORES"] ?? "postgresql,memory").split(",")
@@ -40,14 +41,7 @@ const run = async (store: string) => {
   const server = createServer(app.listener)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v3`
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "idempotency-key": `k${Math.random()}` },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    return { status: res.status, body: (await res.json()) as { data: Record<string, unknown>; error?: { code: string } } }
-  }
+  const call = jsonCaller(base, secret)
   const timed = async <A>(f: () => Promise<A>): Promise<[A, number]> => {
     const started = performance.now()
     const value = await f()
@@ -66,24 +60,24 @@ const run = async (store: string) => {
   const manifest = { showcases: [{ name: "Bench" }], products }
   if (process.env["PLAN_SHAPE"] === "updates") {
     const first = await call("POST", "/configuration/plans", { manifest })
-    let operation = (await call("POST", `/configuration/plans/${first.body.data.id}/applications`)).body.data
+    let operation = (await call("POST", `/configuration/plans/${first.json.data.id}/applications`)).json.data
     while (operation.status === "queued" || operation.status === "running") {
       await new Promise((r) => setTimeout(r, 250))
-      operation = (await call("GET", `/operations/${operation.id}`)).body.data
+      operation = (await call("GET", `/operations/${operation.id}`)).json.data
     }
     if (operation.status !== "succeeded") throw new Error(`first application ${String(operation.status)}`)
     for (const product of products) for (const module of product.modules) Object.assign(module, { description: "changed" })
   }
   const [plan, planSeconds] = await timed(() => call("POST", "/configuration/plans", { manifest }))
-  if (plan.status !== 201) throw new Error(`plan: ${plan.status} ${JSON.stringify(plan.body.error)}`)
-  const [applied, applySeconds] = await timed(() => call("POST", `/configuration/plans/${plan.body.data.id}/applications`))
-  console.log(`${store}: plan of ${CHANGES} changes ${plan.status} in ${planSeconds.toFixed(2)} s; application ${applied.status} ${applied.body.error?.code ?? ""} in ${applySeconds.toFixed(2)} s`)
+  if (plan.status !== 201) throw new Error(`plan: ${plan.status} ${JSON.stringify(plan.json.error)}`)
+  const [applied, applySeconds] = await timed(() => call("POST", `/configuration/plans/${plan.json.data.id}/applications`))
+  console.log(`${store}: plan of ${CHANGES} changes ${plan.status} in ${planSeconds.toFixed(2)} s; application ${applied.status} ${applied.json.error?.code ?? ""} in ${applySeconds.toFixed(2)} s`)
   if (applied.status === 202 && process.env["PLAN_WAIT"] !== "0") {
   const started = performance.now()
-  let operation = applied.body.data
+  let operation = applied.json.data
   while (operation.status === "queued" || operation.status === "running") {
     await new Promise((r) => setTimeout(r, 250))
-    operation = (await call("GET", `/operations/${operation.id}`)).body.data
+    operation = (await call("GET", `/operations/${operation.id}`)).json.data
   }
   const seconds = (performance.now() - started) / 1000
   console.log(`  operation ${operation.status} in ${seconds.toFixed(1)} s (${Math.round(CHANGES / seconds)} changes/s), progress ${JSON.stringify(operation.progress)}`)

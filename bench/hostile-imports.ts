@@ -21,7 +21,7 @@ import { fork } from "node:child_process"
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { Zip, ZipDeflate } from "fflate"
-import { serveBenchAccount } from "./shared.js"
+import { jsonCaller, serveBenchAccount } from "./shared.js"
 
 const MIB = 1024 * 1024
 const scenarios = ["bomb", "line", "cell"] as const
@@ -53,15 +53,7 @@ if (process.argv[2] === "--server") {
   const ready = await new Promise<{ port: number; secret: string }>((resolve) => child.once("message", resolve as never))
   const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) * 1024
   const base = `http://127.0.0.1:${ready.port}/api/v3`
-  let keys = 0
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { authorization: `Bearer ${ready.secret}`, "content-type": "application/json", "idempotency-key": `bench-${++keys}` },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    return { status: res.status, json: (await res.json()) as any }
-  }
+  const call = jsonCaller(base, ready.secret)
 
   /** An XLSX (zip) of a first worksheet whose XML is `sheet`'s chunks, deflated as they come. */
   const xlsxOf = (sheet: () => Iterable<Uint8Array>): Buffer => {

@@ -22,7 +22,7 @@
  *   IMPORT_MIB=1024 IMPORT_PAD_BYTES=65536 node --import tsx bench/imports.ts      # a 1 GiB file
  */
 import { fork } from "node:child_process"
-import { serveBenchAccount } from "./shared.js"
+import { jsonCaller, serveBenchAccount } from "./shared.js"
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 
@@ -57,15 +57,7 @@ if (process.argv[2] === "--server") {
   const ready = await new Promise<{ port: number; secret: string }>((resolve) => child.once("message", resolve as never))
   const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) * 1024
   const base = `http://127.0.0.1:${ready.port}/api/v3`
-  let keys = 0
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { authorization: `Bearer ${ready.secret}`, "content-type": "application/json", "idempotency-key": `bench-${++keys}` },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    return { status: res.status, json: (await res.json()) as any }
-  }
+  const call = jsonCaller(base, ready.secret)
 
   // The CSV, generated in 1 MiB-ish blocks of whole rows, the same bytes each time it is read.
   const padding = "x".repeat(padBytes)

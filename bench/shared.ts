@@ -60,3 +60,20 @@ export const serveBenchAccount = async (
   })
   return server
 }
+
+let benchKeys = 0
+
+/**
+ * JSON calls to a benchmark server's API (`base`: `http://host:port/api/v3`) with `secret`'s
+ * credential; every call carries a fresh `Idempotency-Key` (ignored where none is asked for).
+ */
+export const jsonCaller =
+  (base: string, secret: string) =>
+  async (method: string, path: string, body?: unknown): Promise<{ readonly status: number; readonly json: any }> => {
+    const res = await fetch(base + path, {
+      method,
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "idempotency-key": `bench-${process.pid}-${++benchKeys}` },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    return { status: res.status, json: await res.json() }
+  }

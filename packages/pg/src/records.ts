@@ -73,8 +73,8 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
    * parameter: it lives in the default partition.
    */
   const ofType = (type: string, qualifier?: string) => {
-    const column = qualifier === undefined ? "type" : `${qualifier}.type`
-    return isSqlName(type) ? sql.literal(`${qualifier === undefined ? "" : `${qualifier}.`}${typeCondition(type)}`) : sql`${sql.literal(column)} = ${type}`
+    const prefix = qualifier === undefined ? "" : `${qualifier}.`
+    return isSqlName(type) ? sql.literal(`${prefix}${typeCondition(type)}`) : sql`${sql.literal(`${prefix}type`)} = ${type}`
   }
 
   const comparators = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const
