@@ -114,6 +114,46 @@ describe("the pool's deadlines [postgresql]", () => {
       yield* Fiber.join(holder)
     }).pipe(Effect.scoped), 30_000)
 
+  it.live("a statement interrupted while it waits for a connection leaves the pool whole", () =>
+    Effect.gen(function*() {
+      // Two connections, both held by units of work; statements queue for them and their
+      // callers go away (a client that closed its socket). Each connection handed to a caller
+      // that is gone must go back to the pool: else the pool shrinks by one per such wait.
+      const context = yield* stores({ connectMs: 1_000 })
+      const provide = Effect.provide(context)
+      const uow = Context.get(context, UnitOfWork)
+      const records = Context.get(context, Records)
+      yield* records.insert(tenant, "item", "read", { n: 0 }).pipe(provide)
+      const holders = yield* Effect.forEach([1, 2], () => Effect.fork(uow.transaction(Effect.sleep(400)).pipe(provide)))
+      yield* Effect.sleep(100)
+      const waiting = yield* Effect.forEach([1, 2, 3, 4], () => Effect.fork(records.get(tenant, "item", "read").pipe(provide)))
+      yield* Effect.sleep(100)
+      yield* Effect.forEach(waiting, Fiber.interrupt)
+      yield* Effect.forEach(holders, Fiber.join)
+      // Both connections are free again: two statements at once, each within the acquire deadline.
+      const reads = yield* Effect.all([1, 2, 3].map(() => records.get(tenant, "item", "read").pipe(provide)), { concurrency: "unbounded" })
+      expect(reads.map((read) => read?.data)).toEqual([{ n: 0 }, { n: 0 }, { n: 0 }])
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("statements interrupted while the server runs them free their connections without a connection to cancel them", () =>
+    Effect.gen(function*() {
+      // Callers go away while their statements run on every connection of the pool and more
+      // wait for one (clients that closed their sockets under load). Were each to cancel its
+      // statement through the pool, they would wait for a free connection that only they could
+      // give, and the pool would stand still until its acquire deadline (5 s here).
+      const context = yield* stores({ connectMs: 5_000 })
+      const provide = Effect.provide(context)
+      const records = Context.get(context, Records)
+      yield* records.insert(tenant, "item", "read", { n: 0 }).pipe(provide)
+      const readers = yield* Effect.forEach(Array.from({ length: 20 }), () =>
+        Effect.fork(Effect.forever(records.get(tenant, "item", "read").pipe(provide))))
+      yield* Effect.sleep(300)
+      const started = Date.now()
+      yield* Effect.forEach(readers, Fiber.interrupt, { concurrency: "unbounded" })
+      expect((yield* records.get(tenant, "item", "read").pipe(provide))?.data).toEqual({ n: 0 })
+      expect(Date.now() - started).toBeLessThan(4_000)
+    }).pipe(Effect.scoped), 30_000)
+
   it.live("a unit of work that fails with an answer from the server keeps its connection", () =>
     Effect.gen(function*() {
       const context = yield* stores({})

@@ -16,7 +16,8 @@ export interface Pg {
   readonly sql: SqlClient.SqlClient
   /**
    * Map a statement's `SqlError` to `StoreUnavailable`, noting conflicts for the unit of work.
-   * Outside one, the statement has a connection of its own, closed if left unanswered.
+   * Outside one, the statement has a connection of its own, closed if left unanswered. Not
+   * interruptible: an interrupted caller waits for the answer (within the deadlines).
    */
   readonly run: <A, R>(self: Effect.Effect<A, SqlError, R>) => Effect.Effect<A, StoreUnavailable, R>
   /** A transaction of a store operation: joins the caller's unit of work (as a savepoint), if any. */
@@ -84,6 +85,15 @@ const isBusy = (conn: Connection): boolean => {
   return client !== undefined && (client._activeQuery != null || (client._queryQueue?.length ?? 0) > 0)
 }
 
+/**
+ * `sql.reserve`, not interruptible while it waits for the pool. The driver's reservation has
+ * no canceler: a fiber interrupted in the pool's queue (a client that closed its socket) is
+ * gone when the pool hands it a connection, which then never goes back, and the pool shrinks
+ * by one for each such wait. Uninterruptible, the reservation ends with its release in the
+ * caller's scope, and the interruption takes effect then, within the pool's acquire deadline.
+ */
+const reserveWhole = (sql: SqlClient.SqlClient) => Effect.uninterruptible(sql.reserve)
+
 /** Close the connection instead of returning it to the pool: the server rolls back what it has open. */
 const discard = (conn: Connection): void => {
   pgClientOf(conn)?.end().catch(() => undefined)
@@ -123,7 +133,7 @@ const guardedTransaction = (sql: SqlClient.SqlClient, begin: string) => {
     transactionTag: SqlClient.TransactionConnection,
     spanAttributes: [],
     acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
-      Effect.flatMap(Scope.extend(sql.reserve, scope), (conn) =>
+      Effect.flatMap(Scope.extend(reserveWhole(sql), scope), (conn) =>
         // Added after the reservation's own finalizer, so it runs before the release.
         Effect.as(
           Scope.addFinalizer(scope, Effect.sync(() => {
@@ -166,7 +176,7 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
   const onItsConnection = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
     Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
       Option.isSome(outer) ? self : Effect.scoped(
-        Effect.flatMap(sql.reserve, (conn) =>
+        Effect.flatMap(reserveWhole(sql), (conn) =>
           // Added after the reservation's own finalizer, so it runs before the release.
           Effect.zipRight(
             Effect.addFinalizer(() => Effect.sync(() => isBusy(conn) && discard(conn))),
@@ -174,8 +184,13 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
           ))
       ))
 
+  // A statement is not interruptible: an interrupted caller waits for its answer (bounded by
+  // the deadlines), then its connection goes back to the pool. The driver's own interruption
+  // sends `pg_cancel_backend` through the pool: with every connection held by an interrupted
+  // statement (clients gone under load), each waited for a free one to cancel itself, and the
+  // pool stood still until its acquire deadline.
   const run = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, StoreUnavailable, R> =>
-    onItsConnection(self).pipe(
+    onItsConnection(Effect.uninterruptible(self)).pipe(
       Effect.tapError(noteConflict),
       Effect.mapError((cause) => new StoreUnavailable({ cause }))
     )
