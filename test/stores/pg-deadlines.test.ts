@@ -9,7 +9,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Option } from "effect"
-import { Records, type Tenant, UnitOfWork } from "@syllabus/core"
+import { BackgroundStore, Records, type Tenant, UnitOfWork } from "@syllabus/core"
 import { pgLayer, type PgTimeouts, withDeadlines } from "@syllabus/pg"
 import { freshPgDatabase } from "../support/pg.js"
 
@@ -152,6 +152,34 @@ describe("the pool's deadlines [postgresql]", () => {
       yield* Effect.forEach(readers, Fiber.interrupt, { concurrency: "unbounded" })
       expect((yield* records.get(tenant, "item", "read").pipe(provide))?.data).toEqual({ n: 0 })
       expect(Date.now() - started).toBeLessThan(4_000)
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a unit of work past its deadline is rolled back, on the request pool and on the workers' pool", () =>
+    Effect.gen(function*() {
+      const context = yield* stores({ transactionMs: 500 })
+      const sql = Context.get(context, SqlClient.SqlClient)
+      for (const [pool, store] of [["requests", context], ["workers", Context.get(context, BackgroundStore)]] as const) {
+        const uow = Context.get(store, UnitOfWork)
+        const records = Context.get(store, Records)
+        // Many short statements, none past a statement deadline: only the unit's own deadline ends it.
+        let inserted = 0
+        const long = uow.transaction(
+          Effect.forever(Effect.zipRight(
+            Effect.suspend(() => records.insert(tenant, "item", `${pool}_${inserted++}`, { n: inserted })),
+            Effect.sleep(50)
+          ))
+        )
+        const exit = yield* Effect.exit(long)
+        expect(Exit.isFailure(exit) && JSON.stringify(exit.cause)).toContain("StoreUnavailable")
+        expect(inserted).toBeGreaterThan(2)
+        // Nothing of it committed, and no session is left inside a transaction.
+        const kept = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM records WHERE id LIKE ${pool + "_%"}`
+        expect(kept[0]!.n).toBe(0)
+        const open = yield* sql<{ readonly n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND state LIKE 'idle in transaction%'`
+        expect(open[0]!.n).toBe(0)
+      }
     }).pipe(Effect.scoped), 30_000)
 
   it.live("a unit of work that fails with an answer from the server keeps its connection", () =>

@@ -5,8 +5,9 @@
  * - on the server: `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`,
  *   sent as parameters of each session;
  * - on the client: `pg`'s `query_timeout`, for a server that does not answer at all (a frozen
- *   host, a partition), where the server's own timeouts never fire; and the pool's connection
- *   timeout, for opening a connection or waiting for a free one.
+ *   host, a partition), where the server's own timeouts never fire; the pool's connection
+ *   timeout, for opening a connection or waiting for a free one; and the unit of work's own
+ *   deadline (`transactionMs`, `store.ts`), for a transaction of many short statements.
  *
  * A statement whose answer is given up on stays outstanding on its connection; the unit of
  * work's guard (`internal.ts`) closes such a connection instead of returning it to the pool
@@ -28,6 +29,13 @@ export interface PgTimeouts {
   readonly queryMs: number
   /** Opening a connection, or waiting for a free one of the pool (`connectTimeout`). */
   readonly connectMs: number
+  /**
+   * A unit of work, from its `BEGIN` to its end: past it, the client rolls it back and the
+   * call fails with `StoreUnavailable` (PostgreSQL 15 has no `transaction_timeout`). A
+   * transaction's locks and predicate locks are the whole cluster's: a long job commits in
+   * short units of work, and this deadline keeps any one of them, of any pool, short.
+   */
+  readonly transactionMs: number
 }
 
 /**
@@ -39,7 +47,8 @@ export const defaultPgTimeouts: PgTimeouts = {
   lockMs: 2_000,
   idleInTransactionMs: 10_000,
   queryMs: 7_000,
-  connectMs: 3_000
+  connectMs: 3_000,
+  transactionMs: 15_000
 }
 
 const sessionParameters = {

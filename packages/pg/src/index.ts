@@ -18,7 +18,7 @@ import { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgrou
 import { PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
 import { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
 import { migrate } from "./migrations.js"
-import { PgStore } from "./store.js"
+import { PgStore, UnitOfWorkDeadline } from "./store.js"
 
 export {
   accessPathIndexes,
@@ -34,7 +34,7 @@ export { CHANGE_CHANNEL, makePgChangeRelay, PgChangeRelay, type PgChangeRelayOpt
 export { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
 export { aggregateStatement, listStatement, pruneStatement, scanStatement } from "./records.js"
-export { PgStore } from "./store.js"
+export { PgStore, UnitOfWorkDeadline } from "./store.js"
 export { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 
 /**
@@ -94,7 +94,10 @@ export const pgLayer = (
     maxConnections: background.maxConnections ?? DEFAULT_BACKGROUND_CONNECTIONS,
     applicationName: pool.applicationName === undefined ? BACKGROUND_APPLICATION_NAME : `${pool.applicationName}-workers`
   })
+  // Every pool's units of work, the workers' included, end by their deadline.
+  const unitOfWorkDeadline = Layer.succeed(UnitOfWorkDeadline, timeouts.transactionMs ?? defaultPgTimeouts.transactionMs)
   return Layer.mergeAll(PgStore, migrations, PgChangeRelay(changeRelay), workers).pipe(
+    Layer.provide(unitOfWorkDeadline),
     Layer.provideMerge(client(withDeadlines(plain, timeouts)))
   )
 }

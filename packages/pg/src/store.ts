@@ -2,6 +2,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Idempotency, keepingFigures, keptFigures, RateLimitStore, Records, StoreUnavailable, UnitOfWork } from "@syllabus/core"
 import { Clock, Context, Effect, Exit, Layer, Option, Random } from "effect"
+import { defaultPgTimeouts } from "./deadlines.js"
 import { makeIdempotency } from "./idempotency.js"
 import { makePg, type Pg, shouldRetry, type UnitState } from "./internal.js"
 import { makeRateLimitStore } from "./rateLimit.js"
@@ -26,17 +27,34 @@ const retryForMs = 20_000
 const maxPauseMs = 1000
 
 /**
+ * The deadline of a unit of work in ms (`PgTimeouts.transactionMs`; 0: none), read when
+ * `PgStore` is built: `pgLayer` provides it from its timeouts, to the workers' pool too.
+ */
+export class UnitOfWorkDeadline extends Context.Reference<UnitOfWorkDeadline>()("@syllabus/pg/UnitOfWorkDeadline", {
+  defaultValue: () => defaultPgTimeouts.transactionMs
+}) {}
+
+/**
  * Units of work are SERIALIZABLE transactions, so that they behave as if run one at a time
  * (as the memory store runs them): a read-modify-write, or a count-then-insert, cannot lose
  * a concurrent update. The price of serializability in PostgreSQL is that a transaction may
  * lose a race (serialization failure, deadlock); it is then rolled back and run again, which
  * is safe because nothing of it was committed. Nested units join the outer one as savepoints.
  */
-const makeUnitOfWork = ({ serializable, transaction, unit }: Pg): Context.Tag.Service<typeof UnitOfWork> => {
+const makeUnitOfWork = (
+  { serializable, transaction, unit }: Pg,
+  deadlineMs: number
+): Context.Tag.Service<typeof UnitOfWork> => {
+  /** A run past the deadline is interrupted, which rolls it back, and fails (not run again). */
+  const inTime = <A, E, R>(run: Effect.Effect<A, E | StoreUnavailable, R>) =>
+    deadlineMs <= 0 ? run : Effect.timeoutFail(run, {
+      duration: deadlineMs,
+      onTimeout: () => new StoreUnavailable({ cause: new Error(`a unit of work ran past its deadline of ${deadlineMs} ms: rolled back`) })
+    })
   const once = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.suspend(() => {
       const state: UnitState = { conflict: false }
-      return serializable(effect).pipe(
+      return inTime(serializable(effect)).pipe(
         Effect.locally(unit, state),
         Effect.exit,
         Effect.map((exit) => [exit, state] as const)
@@ -78,8 +96,8 @@ const makeUnitOfWork = ({ serializable, transaction, unit }: Pg): Context.Tag.Se
  */
 export const PgStore: Layer.Layer<Records | UnitOfWork | Idempotency | RateLimitStore, never, SqlClient.SqlClient> =
   Layer.scopedContext(
-    Effect.map(makePg, (pg) => {
-      const unitOfWork = makeUnitOfWork(pg)
+    Effect.map(Effect.zip(makePg, UnitOfWorkDeadline), ([pg, deadlineMs]) => {
+      const unitOfWork = makeUnitOfWork(pg, deadlineMs)
       // Every write of a counted type keeps its figures (core's `keptFigures()`), in its unit of work.
       return Context.make(Records, keepingFigures(makeRecords(pg), unitOfWork.transaction, keptFigures())).pipe(
         Context.add(UnitOfWork, unitOfWork),

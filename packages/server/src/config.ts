@@ -32,6 +32,7 @@ export const ServerConfig = Config.all({
   dbIdleInTransactionTimeoutMs: Config.option(Config.integer("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS")),
   dbQueryTimeoutMs: Config.option(Config.integer("DB_QUERY_TIMEOUT_MS")),
   dbConnectTimeoutMs: Config.option(Config.integer("DB_CONNECT_TIMEOUT_MS")),
+  dbTransactionTimeoutMs: Config.option(Config.integer("DB_TRANSACTION_TIMEOUT_MS")),
   /** The edge (docs/reliability.md, "Hostile clients"): unset keeps the defaults of `defaultEdgeLimits` and the wire. */
   maxUnfinished: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS")),
   maxUnfinishedPerOrigin: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS_PER_ORIGIN")),
@@ -76,7 +77,8 @@ export const pgTimeoutsOf = (config: ServerConfig) =>
     lockMs: config.dbLockTimeoutMs,
     idleInTransactionMs: config.dbIdleInTransactionTimeoutMs,
     queryMs: config.dbQueryTimeoutMs,
-    connectMs: config.dbConnectTimeoutMs
+    connectMs: config.dbConnectTimeoutMs,
+    transactionMs: config.dbTransactionTimeoutMs
   })
 
 /** Both keys, when both are configured; else they live in the store. */
