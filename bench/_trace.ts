@@ -27,9 +27,10 @@ const server = createServer(app.listener)
 await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v3`
 const mode = process.argv[2] ?? "create"
+const sc = await (await fetch(url + "/showcases", { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "idempotency-key": "sc" }, body: JSON.stringify({ name: "S" }) })).json() as any
 for (let i = 0; i < 4; i++) {
   if (i === 3) { on = true; base0 = performance.now() }
-  const res = mode === "create" ? await fetch(url + "/credentials", { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "idempotency-key": `k${i}` }, body: JSON.stringify({ name: `c${i}`, purpose: "b" }) }) : await fetch(url + "/credentials/current", { headers: { authorization: `Bearer ${secret}` } })
+  const res = mode === "product" ? await fetch(url + "/products", { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "idempotency-key": `p${i}` }, body: JSON.stringify({ format: "course", name: `p${i}`, showcase_id: sc.data.id }) }) : mode === "create" ? await fetch(url + "/credentials", { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "idempotency-key": `k${i}` }, body: JSON.stringify({ name: `c${i}`, purpose: "b" }) }) : await fetch(url + "/credentials/current", { headers: { authorization: `Bearer ${secret}` } })
   await res.text()
   if (i === 3) console.log("status", res.status, "total", (performance.now() - base0).toFixed(2))
 }

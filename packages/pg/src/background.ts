@@ -8,10 +8,10 @@
  *
  * No migrations here: the request layer (`pgLayer`) brings the schema before the workers start.
  */
-import * as PgClient from "@effect/sql-pg/PgClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { BackgroundStore, type Idempotency, type Records, type UnitOfWork } from "@syllabus/core"
 import { Effect, Layer, Redacted } from "effect"
+import { pgClientLayer, type PoolOptions } from "./pool.js"
 import { PgStore } from "./store.js"
 
 /** Connections of the workers' pool unless told otherwise. */
@@ -23,17 +23,17 @@ export const BACKGROUND_APPLICATION_NAME = "syllabus-workers"
 /** The stores of the background workers on a pool of their own on `url` (default 3 connections). */
 export const pgBackgroundStore = (
   url: Redacted.Redacted<string> | string,
-  options: Omit<PgClient.PgClientConfig, "url"> = {}
+  options: Omit<PoolOptions, "url"> = {}
 ): Layer.Layer<BackgroundStore, SqlError> =>
   Layer.effect(BackgroundStore, Effect.context<Records | UnitOfWork | Idempotency>()).pipe(
     // Fresh: a layer is built once per program, and `pgLayer` builds `PgStore` on the request pool.
     Layer.provide(Layer.fresh(PgStore)),
     Layer.provide(
-      PgClient.layer({
+      pgClientLayer({
         maxConnections: DEFAULT_BACKGROUND_CONNECTIONS,
         ...options,
         applicationName: options.applicationName ?? BACKGROUND_APPLICATION_NAME,
-        url: typeof url === "string" ? Redacted.make(url) : url
+        url: typeof url === "string" ? url : Redacted.value(url)
       })
     )
   )

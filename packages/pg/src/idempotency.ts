@@ -9,6 +9,7 @@ import {
 } from "@syllabus/core"
 import { type Context, Effect } from "effect"
 import { type Pg, toNumber } from "./internal.js"
+import { PREPARED } from "./pool.js"
 
 interface ReceiptRow {
   readonly operation_id: string
@@ -30,6 +31,8 @@ const toReceipt = (row: ReceiptRow): IdempotencyReceipt => ({
 const maxClaimRounds = 10
 
 export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Service<typeof Idempotency> => {
+  // Statements by key: prepared once per connection (`pool.ts`).
+  const prepared = sql.literal(PREPARED)
   const receiptKey = (tenant: Tenant, key: string) =>
     sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND key = ${key}`
 
@@ -40,7 +43,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
   ) {
     for (let round = 0; round < maxClaimRounds; round++) {
       // Take the key in one statement: insert, or take over an expired or abandoned receipt.
-      const taken = yield* unavailable(sql`
+      const taken = yield* unavailable(sql`${prepared}
         INSERT INTO idempotency_receipts AS r
           (account_id, environment, key, operation_id, fingerprint, state, response, token, claimed_at, expires_at)
         VALUES (${tenant.accountId}, ${tenant.environment}, ${key}, ${attempt.operationId}, ${attempt.fingerprint},
@@ -52,7 +55,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
            OR (r.state = 'in_progress' AND r.claimed_at < ${attempt.staleBefore})
         RETURNING r.token`)
       if (taken.length > 0) return { _tag: "Claimed", token: attempt.token } satisfies IdempotencyClaim
-      const existing = yield* unavailable(sql<ReceiptRow>`
+      const existing = yield* unavailable(sql<ReceiptRow>`${prepared}
         SELECT operation_id, fingerprint, state, response, expires_at
         FROM idempotency_receipts WHERE ${receiptKey(tenant, key)}`)
       if (existing[0] !== undefined) {
@@ -78,7 +81,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
     token: string,
     response: RecordedResponse
   ) {
-    yield* unavailable(sql`
+    yield* unavailable(sql`${prepared}
       UPDATE idempotency_receipts SET state = 'completed', response = ${JSON.stringify(response)}::jsonb
       WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
   })
@@ -86,7 +89,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
   // Only a claim still in progress: a completed receipt was committed with its write. (After a
   // COMMIT that went unanswered, the release can reach the server after the commit did.)
   const release = Effect.fnUntraced(function*(tenant: Tenant, key: string, token: string) {
-    yield* unavailable(sql`
+    yield* unavailable(sql`${prepared}
       DELETE FROM idempotency_receipts
       WHERE ${receiptKey(tenant, key)} AND token = ${token} AND state = 'in_progress'`)
   })

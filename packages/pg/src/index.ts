@@ -18,6 +18,7 @@ import { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgrou
 import { PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
 import { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
 import { migrate } from "./migrations.js"
+import { pgClientLayer } from "./pool.js"
 import { PgStore, UnitOfWorkDeadline } from "./store.js"
 
 export {
@@ -35,6 +36,7 @@ export { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.j
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
 export { aggregateStatement, listStatement, pruneStatement, scanStatement } from "./records.js"
 export { PgStore, UnitOfWorkDeadline } from "./store.js"
+export { PREPARED, pgClientLayer, type PoolOptions } from "./pool.js"
 export { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 
 /**
@@ -49,6 +51,11 @@ export type PgLayerOptions = Omit<PgClient.PgClientConfig, "url"> & {
   readonly timeouts?: Partial<PgTimeouts>
   /** The background workers' own pool (`BackgroundStore`): its size (default 3), or `false` for none (workers use this pool). */
   readonly background?: false | { readonly maxConnections?: number }
+  /**
+   * Statements by key prepared once per connection (`pool.ts`; default true). Off for a pooler
+   * in transaction mode, which does not keep a session's prepared statements.
+   */
+  readonly preparedStatements?: boolean
 }
 
 /** The stores' schema, applied when the layer is built. */
@@ -76,11 +83,10 @@ export const pgLayer = (
   Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | PgClient.PgClient | SqlClient.SqlClient,
   Migrator.MigrationError | SqlError
 > => {
-  const { changeRelay, timeouts = {}, background = {}, ...pool } = options
+  const { changeRelay, timeouts = {}, background = {}, preparedStatements = true, ...pool } = options
   const plain = typeof url === "string" ? url : Redacted.value(url)
   const connectTimeout = pool.connectTimeout ?? ((timeouts.connectMs ?? defaultPgTimeouts.connectMs) || undefined)
-  const client = (target: string) =>
-    PgClient.layer({ applicationName: "syllabus", ...pool, connectTimeout, url: Redacted.make(target) })
+  const client = (target: string) => pgClientLayer({ applicationName: "syllabus", ...pool, preparedStatements, connectTimeout, url: target })
   const migrations = Layer.effectDiscard(
     Effect.provide(migrate, client(withDeadlines(plain, { statementMs: 0, lockMs: 0, idleInTransactionMs: 0, queryMs: 0 })))
   )
@@ -90,6 +96,7 @@ export const pgLayer = (
     ? Layer.effect(BackgroundStore, Effect.context<Records | UnitOfWork | Idempotency>()).pipe(Layer.provide(PgStore))
     : pgBackgroundStore(withDeadlines(plain, timeouts), {
     ...pool,
+    preparedStatements,
     connectTimeout,
     maxConnections: background.maxConnections ?? DEFAULT_BACKGROUND_CONNECTIONS,
     applicationName: pool.applicationName === undefined ? BACKGROUND_APPLICATION_NAME : `${pool.applicationName}-workers`

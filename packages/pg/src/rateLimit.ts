@@ -5,6 +5,7 @@
 import type { RateCheck, RateLimitStore, WindowCounts } from "@syllabus/core"
 import { type Context, Effect } from "effect"
 import { type Pg, toNumber } from "./internal.js"
+import { PREPARED } from "./pool.js"
 
 interface WindowRow {
   readonly key: string
@@ -18,6 +19,8 @@ const sweepBatch = 100
 export const makeRateLimitStore = (
   { detached, run: unavailable, sql, transaction }: Pg
 ): Context.Tag.Service<typeof RateLimitStore> => {
+  // Statements by key: prepared once per connection (`pool.ts`).
+  const prepared = sql.literal(PREPARED)
 
   const hit = Effect.fnUntraced(function*(
     checks: ReadonlyArray<RateCheck>,
@@ -34,11 +37,11 @@ export const makeRateLimitStore = (
     return yield* detached(transaction(Effect.gen(function*() {
       // Make sure the current windows exist, then lock them: the read, the decision and the
       // increment below are one step for every other request on these keys.
-      yield* unavailable(sql`
+      yield* unavailable(sql`${prepared}
         INSERT INTO rate_limit_windows (key, window_start, window_ms, count)
         SELECT k, ${windowStart}, ${windowMs}, 0 FROM unnest(${keys}::text[]) AS k ORDER BY k
         ON CONFLICT DO NOTHING`)
-      const rows = yield* unavailable(sql<WindowRow>`
+      const rows = yield* unavailable(sql<WindowRow>`${prepared}
         SELECT key, window_start, count FROM rate_limit_windows
         WHERE key = ANY(${keys}::text[]) AND window_start IN (${previousStart}, ${windowStart})
         ORDER BY key, window_start
@@ -53,7 +56,7 @@ export const makeRateLimitStore = (
       const admitted = admit(counts)
 
       if (admitted) {
-        yield* unavailable(sql`
+        yield* unavailable(sql`${prepared}
           UPDATE rate_limit_windows SET count = count + 1
           WHERE key = ANY(${keys}::text[]) AND window_start = ${windowStart}`)
       }

@@ -27,6 +27,7 @@ import { type Context, Effect } from "effect"
 import { distinctValues, pagedIn } from "./access-paths.js"
 import { groupKeyExpr, isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
 import { type Pg, tenantOf, toNumber } from "./internal.js"
+import { PREPARED } from "./pool.js"
 
 interface RecordRow {
   readonly account_id: string
@@ -362,6 +363,9 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   const statements = makeRecordStatements(sql)
   const { columns, filter, json, ofType } = statements
 
+  // Statements by key, whose plan does not depend on their values: prepared once per connection (`pool.ts`).
+  const prepared = sql.literal(PREPARED)
+
   const recordKey = (tenant: Tenant, type: string, id: string) =>
     sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND ${ofType(type)} AND id = ${id}`
 
@@ -374,7 +378,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   const addKeys = (tenant: Tenant, type: string, id: string, keys: ReadonlyArray<UniqueKey>) => {
     const distinct = insertOrder(keys)
     if (distinct.length === 0) return Effect.void
-    return sql<{ readonly name: string; readonly value: string; readonly global: boolean }>`
+    return sql<{ readonly name: string; readonly value: string; readonly global: boolean }>`${prepared}
       INSERT INTO record_keys (account_id, environment, type, id, name, value, global)
       SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, k.name, k.value, k.global
       FROM unnest(${distinct.map((key) => key.name)}::text[], ${distinct.map((key) => key.value)}::text[],
@@ -402,13 +406,13 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   // --- the port -------------------------------------------------------------------------------
 
   const get = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
-    const rows = yield* unavailable(sql<RecordRow>`SELECT ${columns} FROM records WHERE ${recordKey(tenant, type, id)}`)
+    const rows = yield* unavailable(sql<RecordRow>`${prepared}SELECT ${columns} FROM records WHERE ${recordKey(tenant, type, id)}`)
     return rows[0] === undefined ? undefined : toRecord(rows[0])
   })
 
   const getMany = Effect.fnUntraced(function*(tenant: Tenant, type: string, ids: ReadonlyArray<string>) {
     if (ids.length === 0) return []
-    const rows = yield* unavailable(sql<RecordRow>`
+    const rows = yield* unavailable(sql<RecordRow>`${prepared}
       SELECT ${columns} FROM records
       WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND ${ofType(type)}
         AND id = ANY(${[...new Set(ids)]}::text[])`)
@@ -420,7 +424,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     type: string,
     key: { readonly name: string; readonly value: string }
   ) {
-    const rows = yield* unavailable(sql<RecordRow>`
+    const rows = yield* unavailable(sql<RecordRow>`${prepared}
       SELECT r.account_id, r.environment, r.type, r.id, r.revision, r.data
       FROM record_keys k
       JOIN records r USING (account_id, environment, type, id)
@@ -435,7 +439,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     data: JsonObject,
     uniques?: ReadonlyArray<UniqueKey>
   ) {
-    const insertRow = sql<RecordRow>`
+    const insertRow = sql<RecordRow>`${prepared}
       INSERT INTO records (account_id, environment, type, id, revision, data)
       VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(data)}::jsonb)
       ON CONFLICT DO NOTHING
@@ -459,7 +463,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   ) {
     if (rows.length === 0) return []
     const statement = (part: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>) =>
-      sql<RecordRow>`
+      sql<RecordRow>`${prepared}
         INSERT INTO records (account_id, environment, type, id, revision, data)
         SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, row.id, 1, row.data
         FROM jsonb_to_recordset(${JSON.stringify(part)}::jsonb) AS row(id text, data jsonb)
@@ -492,7 +496,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     const uniques = options?.uniques
     // One conditional UPDATE: concurrent writers with the same expected revision are
     // serialized by the row lock, and all but the first see the new revision and miss.
-    const updateRow = sql<RecordRow>`
+    const updateRow = sql<RecordRow>`${prepared}
       UPDATE records SET data = ${JSON.stringify(data)}::jsonb, revision = revision + 1
       WHERE ${recordKey(tenant, type, id)}${expected === undefined ? sql`` : sql` AND revision = ${expected}`}
       RETURNING ${columns}`.pipe(
@@ -500,7 +504,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       Effect.flatMap((rows) => {
         if (rows[0] !== undefined) return Effect.succeed(toRecord(rows[0]))
         // Read again (a fresh snapshot) to report the revision that won.
-        return sql<{ readonly revision: number }>`SELECT revision FROM records WHERE ${recordKey(tenant, type, id)}`.pipe(
+        return sql<{ readonly revision: number }>`${prepared}SELECT revision FROM records WHERE ${recordKey(tenant, type, id)}`.pipe(
           unavailable,
           Effect.flatMap((current) =>
             Effect.fail(new RevisionConflict({ current: current[0] === undefined ? null : toNumber(current[0].revision) }))
@@ -511,7 +515,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     if (uniques === undefined) return yield* updateRow
     return yield* transaction(
       Effect.tap(updateRow, () =>
-        sql`DELETE FROM record_keys WHERE ${recordKey(tenant, type, id)}`.pipe(
+        sql`${prepared}DELETE FROM record_keys WHERE ${recordKey(tenant, type, id)}`.pipe(
           unavailable,
           Effect.zipRight(addKeys(tenant, type, id, uniques))
         ))
@@ -521,7 +525,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   // One upsert: the row lock makes concurrent increments of a record wait on each other, and
   // each adds to what the one before it committed (numbers as `numeric`: exact sums).
   const increment = (tenant: Tenant, type: string, id: string, fields: JsonObject, deltas: Readonly<Record<string, number>>) =>
-    sql`
+    sql`${prepared}
       INSERT INTO records (account_id, environment, type, id, revision, data)
       VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(fields)}::jsonb || ${JSON.stringify(deltas)}::jsonb)
       ON CONFLICT (account_id, environment, type, id) DO UPDATE SET
@@ -535,7 +539,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
 
   const remove = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
     // Its keys go with it (ON DELETE CASCADE).
-    const rows = yield* unavailable(sql`DELETE FROM records WHERE ${recordKey(tenant, type, id)} RETURNING id`)
+    const rows = yield* unavailable(sql`${prepared}DELETE FROM records WHERE ${recordKey(tenant, type, id)} RETURNING id`)
     return rows.length > 0
   })
 

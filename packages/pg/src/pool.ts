@@ -1,0 +1,110 @@
+/**
+ * The connection pool under the stores: `pg`'s `Pool`, built here rather than by
+ * `@effect/sql-pg`, so that its connections prepare the statements whose plan does not
+ * depend on their parameters once each, instead of having PostgreSQL parse and plan them
+ * on every call.
+ *
+ * A statement asks for it by starting with `PREPARED` (`records.ts`, `idempotency.ts`,
+ * `rateLimit.ts`: reads and writes by key, inserts). Its text gets a name, the same in every
+ * connection of the process; each connection sends its `Parse` once, then only `Bind` and
+ * `Execute`, and PostgreSQL keeps the plan with the session (a generic plan once it is no
+ * worse than the custom ones: for a read by key, from the sixth call). Lists and reports, whose
+ * best plan depends on the values (a tenant's size, a filter's selectivity), are left
+ * unnamed and planned per call. A pooler in transaction mode cannot keep a session's
+ * statements: `preparedStatements: false` turns this off.
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import pg from "pg"
+
+/** The mark of a statement to prepare: a comment, so the text stays valid SQL. */
+export const PREPARED = "/* prepared */ "
+
+/**
+ * Names given so far, by statement text. Texts come from the stores' code (a literal record
+ * type at most), so they are few; past this many, a new text runs unnamed.
+ */
+const MAX_NAMES = 5_000
+const names = new Map<string, string>()
+
+const nameOf = (text: string): string | undefined => {
+  const known = names.get(text)
+  if (known !== undefined || names.size >= MAX_NAMES) return known
+  const name = `syllabus_${names.size + 1}`
+  names.set(text, name)
+  return name
+}
+
+/** `pg`'s client, which names the marked statements (the form `@effect/sql-pg` sends: text, values, callback). */
+class PreparingClient extends pg.Client {
+  override query(config: unknown, values?: unknown, callback?: unknown): never {
+    const name = typeof config === "string" && config.startsWith(PREPARED) ? nameOf(config) : undefined
+    const query = super.query as (config: unknown, values?: unknown, callback?: unknown) => never
+    return name === undefined
+      ? query.call(this, config, values, callback)
+      : query.call(this, { name, text: config, values }, callback)
+  }
+}
+
+export interface PoolOptions extends Omit<PgClient.PgClientConfig, "url"> {
+  readonly url: string
+  /** Prepare the marked statements once per connection (default: true). */
+  readonly preparedStatements?: boolean
+}
+
+/**
+ * A `PgClient` on a pool of ours, configured as `PgClient.layer` configures its own (the same
+ * options), with the first connection opened and checked within `connectTimeout`.
+ */
+export const pgClientLayer = (
+  options: PoolOptions
+): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError> => {
+  const millis = (duration: Duration.DurationInput | undefined) => duration === undefined ? undefined : Duration.toMillis(duration)
+  const acquire = Effect.acquireRelease(
+    Effect.suspend(() => {
+      const pool = new pg.Pool({
+        connectionString: options.url,
+        user: options.username,
+        host: options.host,
+        database: options.database,
+        password: options.password === undefined ? undefined : Redacted.value(options.password),
+        ssl: options.ssl,
+        port: options.port,
+        ...(options.stream ? { stream: options.stream } : {}),
+        connectionTimeoutMillis: millis(options.connectTimeout),
+        idleTimeoutMillis: millis(options.idleTimeout),
+        max: options.maxConnections,
+        min: options.minConnections,
+        maxLifetimeSeconds: options.connectionTTL === undefined ? undefined : Duration.toSeconds(options.connectionTTL),
+        application_name: options.applicationName ?? "syllabus",
+        types: options.types,
+        ...(options.preparedStatements === false ? {} : { Client: PreparingClient })
+      } as pg.PoolConfig)
+      // A connection lost while idle: the pool drops it and opens another when asked.
+      pool.on("error", () => undefined)
+      return Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(
+        Effect.timeoutFail({
+          duration: options.connectTimeout ?? Duration.seconds(5),
+          onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+        }),
+        Effect.tapError(() => Effect.promise(() => pool.end().catch(() => undefined))),
+        Effect.as(pool)
+      )
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+  )
+  return PgClient.layerFromPool({
+    acquire,
+    applicationName: options.applicationName,
+    spanAttributes: options.spanAttributes,
+    transformResultNames: options.transformResultNames,
+    transformQueryNames: options.transformQueryNames,
+    transformJson: options.transformJson,
+    types: options.types
+  })
+}
