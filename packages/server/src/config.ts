@@ -33,6 +33,8 @@ export const ServerConfig = Config.all({
   dbQueryTimeoutMs: Config.option(Config.integer("DB_QUERY_TIMEOUT_MS")),
   dbConnectTimeoutMs: Config.option(Config.integer("DB_CONNECT_TIMEOUT_MS")),
   dbTransactionTimeoutMs: Config.option(Config.integer("DB_TRANSACTION_TIMEOUT_MS")),
+  /** Statements by key prepared once per connection; `off` behind a pooler in transaction mode. */
+  dbPreparedStatements: Config.literal("on", "off")("DB_PREPARED_STATEMENTS").pipe(Config.withDefault("on" as const)),
   /** The edge (docs/reliability.md, "Hostile clients"): unset keeps the defaults of `defaultEdgeLimits` and the wire. */
   maxUnfinished: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS")),
   maxUnfinishedPerOrigin: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS_PER_ORIGIN")),

@@ -14,7 +14,10 @@ export interface ChosenStore {
 export const storeLayer = (config: ServerConfig): ChosenStore =>
   Option.match(config.databaseUrl, {
     onNone: () => ({ kind: "memory", layer: MemoryStore }),
-    onSome: (url) => ({ kind: "postgresql", layer: pgLayer(url, { timeouts: pgTimeoutsOf(config) }) })
+    onSome: (url) => ({
+      kind: "postgresql",
+      layer: pgLayer(url, { timeouts: pgTimeoutsOf(config), preparedStatements: config.dbPreparedStatements === "on" })
+    })
   })
 
 /** Where file bytes live, chosen apart from the record store: local files unless `FILE_STORAGE=memory`. */
