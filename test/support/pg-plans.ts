@@ -20,6 +20,26 @@ export interface PlanNode {
 /** `records`, or one of its partitions (`records_t_<type>`, `records_default`). */
 const isRecordsRelation = (name: string | undefined): boolean => name === "records" || (name?.startsWith("records_") ?? false)
 
+/**
+ * The index of a partition of `records` that `index` is part of: `index` itself, or, for the
+ * index of a stream's week (a partition of a partition, streams.ts), the partitioned index it
+ * is attached to (its access path's, or the partition's key).
+ */
+const accessPathIndexNamed = (index: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ readonly name: string }>`
+      WITH RECURSIVE up(oid, name, table_oid, depth) AS (
+        SELECT c.oid, c.relname, x.indrelid, 0 FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = ${index}
+        UNION ALL
+        SELECT p.oid, p.relname, px.indrelid, up.depth + 1
+        FROM up JOIN pg_inherits i ON i.inhrelid = up.oid JOIN pg_class p ON p.oid = i.inhparent JOIN pg_index px ON px.indexrelid = p.oid
+        WHERE up.table_oid NOT IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'records'::regclass)
+      )
+      SELECT name FROM up ORDER BY depth DESC LIMIT 1`
+    return rows[0]?.name ?? index
+  })
+
 /** A node and every node below it. */
 export const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
 
@@ -37,9 +57,10 @@ export const planOf = (statement: Statement<unknown>, options: { readonly seqSca
       : yield* explain
     const plan = rows[0]!["QUERY PLAN"][0]!.Plan
     const nodes = nodesOf(plan)
+    const indexes = yield* Effect.forEach(nodes.flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])), accessPathIndexNamed)
     return {
       seqScans: nodes.filter((n) => n["Node Type"] === "Seq Scan" && isRecordsRelation(n["Relation Name"])).length,
-      indexes: nodes.flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])),
+      indexes,
       nodes,
       text: JSON.stringify(plan)
     }

@@ -59,6 +59,13 @@ const hash = (text: string): string => {
   return h.toString(16).padStart(8, "0")
 }
 
+/**
+ * The name of a partition's index attached to the partitioned access-path index `index` (the
+ * weeks of a stream, streams.ts): not starting with `records_ap_`, which names the access-path
+ * indexes of `records`' own partitions only.
+ */
+export const weekIndexName = (leaf: string, index: string): string => `records_apl_${hash(leaf)}_${hash(index)}`
+
 /** The partition of the types without access paths (and of any type a release does not know). */
 export const defaultRecordPartition = "records_default"
 
@@ -189,19 +196,28 @@ export const syncAccessPathIndexes = (
 ): Effect.Effect<{ readonly created: ReadonlyArray<string>; readonly dropped: ReadonlyArray<string> }, SqlError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const existing = yield* sql<{ readonly name: string; readonly valid: boolean }>`
-      SELECT c.relname AS name, i.indisvalid AS valid
-      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    const existing = yield* sql<{ readonly name: string; readonly valid: boolean; readonly partitioned: boolean }>`
+      SELECT c.relname AS name, i.indisvalid AS valid, t.relkind = 'p' AS partitioned
+      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
       WHERE i.indrelid IN (${partitionsQuery(sql)}) AND starts_with(c.relname, ${accessPathIndexPrefix})`
+    // The partitions that are themselves partitioned (the streams by week, streams.ts).
+    const partitioned = new Set((yield* sql<{ readonly name: string }>`
+      SELECT c.relname AS name FROM pg_class c WHERE c.oid IN (${partitionsQuery(sql)}) AND c.relkind = 'p'`).map((row) => row.name))
     const wanted = new Set(indexes.map((index) => index.name))
     const empty = (yield* sql<{ readonly empty: boolean }>`SELECT NOT EXISTS (SELECT 1 FROM records) AS empty`)[0]?.empty ?? false
     const concurrently = empty ? "" : " CONCURRENTLY"
-    const dropped = existing.filter((index) => !wanted.has(index.name) || !index.valid).map((index) => index.name)
-    for (const name of dropped) yield* sql.unsafe(`DROP INDEX${concurrently} IF EXISTS ${name}`)
-    const present = new Set(existing.filter((index) => !dropped.includes(index.name)).map((index) => index.name))
+    const dropped = existing.filter((index) => !wanted.has(index.name) || !index.valid)
+    // An index of a partitioned table has no concurrent drop (it goes with its partitions' indexes).
+    for (const index of dropped) yield* sql.unsafe(`DROP INDEX${index.partitioned ? "" : concurrently} IF EXISTS ${index.name}`)
+    const present = new Set(existing.filter((index) => !dropped.includes(index)).map((index) => index.name))
     const created = indexes.filter((index) => !present.has(index.name))
     for (const index of created) {
-      yield* sql.unsafe(`CREATE INDEX${concurrently} IF NOT EXISTS ${index.name} ${index.definition}`)
+      const table = /^ON (\S+)/.exec(index.definition)?.[1] ?? ""
+      if (empty || !partitioned.has(table)) {
+        yield* sql.unsafe(`CREATE INDEX${concurrently} IF NOT EXISTS ${index.name} ${index.definition}`)
+      } else {
+        yield* createPartitionedIndex(sql, index, table)
+      }
     }
     const existingStatistics = yield* sql<{ readonly name: string }>`
       SELECT stxname AS name FROM pg_statistic_ext
@@ -215,8 +231,33 @@ export const syncAccessPathIndexes = (
     const newStatistics = statistics.filter((s) => !presentStatistics.has(s.name))
     for (const s of newStatistics) yield* sql.unsafe(`CREATE STATISTICS IF NOT EXISTS ${s.name} ${s.definition}`)
     if (created.length > 0 || newStatistics.length > 0) yield* sql`ANALYZE records`
-    return { created: created.map((index) => index.name), dropped }
+    return { created: created.map((index) => index.name), dropped: dropped.map((index) => index.name) }
   }).pipe(Effect.withSpan("PgAccessPaths.sync"))
+
+/**
+ * An access-path index of a partitioned partition (a stream by week) with rows, without
+ * blocking its writers: the index on the partitioned table alone (`ON ONLY`, invalid until
+ * complete), then each partition's own, built concurrently (or found: the layout before's
+ * table keeps its index under the name `weekIndexName` gives it) and attached. Weeks made
+ * later get it from the partitioned table.
+ */
+const createPartitionedIndex = (sql: SqlClient.SqlClient, index: AccessPathIndex, table: string) =>
+  Effect.gen(function*() {
+    yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${index.name} ${index.definition.replace(/^ON /, "ON ONLY ")}`)
+    const leaves = yield* sql<{ readonly name: string; readonly attached: boolean }>`
+      SELECT c.relname AS name, EXISTS (
+        SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
+        WHERE ii.inhparent = ${index.name}::regclass AND x.indrelid = c.oid
+      ) AS attached
+      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = ${table}::regclass`
+    for (const leaf of leaves) {
+      if (leaf.attached) continue
+      const name = weekIndexName(leaf.name, index.name)
+      yield* sql.unsafe(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${name} ${index.definition.replace(/^ON \S+/, `ON ${leaf.name}`)}`)
+      yield* sql.unsafe(`ALTER INDEX ${index.name} ATTACH PARTITION ${name}`)
+    }
+  })
 
 /** The partitions of `records`, as a subquery of their OIDs. */
 const partitionsQuery = (sql: SqlClient.SqlClient) => sql`SELECT inhrelid FROM pg_inherits WHERE inhparent = 'records'::regclass`

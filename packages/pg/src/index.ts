@@ -36,6 +36,7 @@ export { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.j
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
 export { aggregateStatement, listStatement, pruneStatement, scanStatement } from "./records.js"
 export { PgStore, UnitOfWorkDeadline } from "./store.js"
+export { maintainStream, syncStreamPartitions } from "./streams.js"
 export { PREPARED, pgClientLayer, type PoolOptions } from "./pool.js"
 export { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 

@@ -8,6 +8,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { defaultRecordPartition, syncAccessPathIndexes, syncRecordPartitions } from "./access-paths.js"
+import { syncStreamPartitions } from "./streams.js"
 
 const initial = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -136,7 +137,8 @@ const runMigrator = Migrator.make({})
 
 /**
  * Apply the pending migrations, then bring the partitions of `records` and the access-path
- * indexes in step with the resource descriptions (`syncRecordPartitions`, `syncAccessPathIndexes`).
+ * indexes in step with the resource descriptions (`syncRecordPartitions`, `syncAccessPathIndexes`),
+ * and the streams' weeks with the clock (`syncStreamPartitions`).
  * Several processes may start at once on one database: the Migrator's own bootstrap (create its table if missing) is not safe against
  * that, so the whole run holds a session-level advisory lock on a reserved connection. The
  * Migrator runs on other connections of the pool, which therefore needs at least two.
@@ -154,6 +156,7 @@ export const migrate: Effect.Effect<
   )
   const applied = yield* runMigrator({ loader: Migrator.fromRecord(PgMigrations), table: migrationsTable })
   yield* syncRecordPartitions()
+  yield* syncStreamPartitions()
   yield* syncAccessPathIndexes()
   return applied
 }).pipe(Effect.scoped, Effect.withSpan("PgMigrations.migrate"))

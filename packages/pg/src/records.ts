@@ -4,7 +4,7 @@
  * written into the statements as literals (`expressions.ts`), so that each condition and sort
  * is the expression of an access-path index (`access-paths.ts`). Values are parameters.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment, Statement } from "@effect/sql/Statement"
 import {
   type AggregateQuery,
@@ -23,11 +23,12 @@ import {
   UniqueViolation,
   type Where
 } from "@syllabus/core"
-import { type Context, Effect } from "effect"
+import { type Context, Effect, Option } from "effect"
 import { distinctValues, pagedIn } from "./access-paths.js"
 import { groupKeyExpr, isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
 import { type Pg, tenantOf, toNumber } from "./internal.js"
 import { PREPARED } from "./pool.js"
+import { maintainStream, streamDefaultLeaf, streamOf } from "./streams.js"
 
 interface RecordRow {
   readonly account_id: string
@@ -206,17 +207,17 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
       ORDER BY id COLLATE "C"
       LIMIT ${Math.max(0, Math.floor(limit))}`
 
-  /** Retention across tenants: `Records.prune`. */
-  const prune = (type: string, field: string, before: string, limit: number): Statement<{ readonly count: number }> =>
+  /** Retention across tenants: `Records.prune`; of one partition of the type's (`relation`: a stream's default partition) if given. */
+  const prune = (type: string, field: string, before: string, limit: number, relation = "records"): Statement<{ readonly count: number }> =>
     sql<{ readonly count: number }>`
       WITH due AS (
-        SELECT account_id, environment, type, id FROM records
+        SELECT account_id, environment, type, id FROM ${sql(relation)}
         WHERE ${ofType(type)} AND ${string(field)} < ${before}::text
         ORDER BY ${string(field)} ASC NULLS FIRST
         LIMIT ${Math.max(0, Math.floor(limit))}
         FOR UPDATE SKIP LOCKED
       ), removed AS (
-        DELETE FROM records USING due
+        DELETE FROM ${sql(relation)} AS records USING due
         WHERE records.account_id = due.account_id AND records.environment = due.environment
           AND ${ofType(type, "records")} AND records.id = due.id
         RETURNING 1
@@ -609,8 +610,27 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     return toNumber(rows[0]?.count ?? 0)
   })
 
+  // A stream kept by week (streams.ts): the weeks past `before` dropped whole, then the rows
+  // of its default partition one by one; a week still in retention keeps its rows until it goes.
+  const pruneStream = (type: string, field: string, before: string, limit: number) =>
+    transaction(Effect.provideService(maintainStream(type, Date.parse(before)), SqlClient.SqlClient, sql)).pipe(
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning(`retention of ${type}: its weeks are left to the next pass`, error), Option.some(0))
+      ),
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.succeed(Option.none<number>()),
+        onSome: (dropped) =>
+          Effect.map(unavailable(statements.prune(type, field, before, limit, streamDefaultLeaf(type))), (rows) =>
+            Option.some(dropped + toNumber(rows[0]?.count ?? 0)))
+      }))
+    )
+
   const prune = Effect.fnUntraced(function*(type: string, field: string, before: string, limit: number) {
     yield* checkFields([field])
+    if (field === "created_at" && streamOf(type) !== undefined) {
+      const pruned = yield* pruneStream(type, field, before, limit)
+      if (Option.isSome(pruned)) return pruned.value
+    }
     const rows = yield* unavailable(statements.prune(type, field, before, limit))
     return toNumber(rows[0]?.count ?? 0)
   })

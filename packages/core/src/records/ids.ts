@@ -119,3 +119,10 @@ export const nextIdNumber = (nowMs: number, last: number, random12: number): num
   const candidate = base + (random12 % 2 ** (ID_SEQUENCE_BITS - 1))
   return Math.min(ID_MAX, candidate > last ? candidate : last + 1)
 }
+
+/**
+ * The smallest ID of this kind made at `ms` or later: IDs made before sort below it, IDs made
+ * then or after at or above it (the store partitions append-only streams by week on it).
+ */
+export const firstIdAt = (kind: IdKind, ms: number): string =>
+  formatId(kind, Math.min(ID_MAX, Math.max(1, ms - ID_EPOCH_MS) * 2 ** ID_SEQUENCE_BITS))

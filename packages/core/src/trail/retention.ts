@@ -31,6 +31,7 @@ import { WEBHOOK_ATTEMPT_TYPE, WEBHOOK_DELIVERY_RETENTION_MS, WEBHOOK_DELIVERY_T
 import { pruneExpiredReceipts } from "../idempotency/idempotency.js"
 import { OPERATION_ITEM_TYPE, OPERATION_RETENTION_MS, OPERATION_TYPE } from "../operations/operations.js"
 import { type AccessPath, housekeepingPath, Records } from "../ports/store.js"
+import type { IdKind } from "../records/ids.js"
 import { formatTimestamp } from "../records/time.js"
 import { sweepExpiredUploads } from "../uploads/uploads.js"
 import { sweepExpiredFiles } from "../uploads/file-content.js"
@@ -59,6 +60,20 @@ const retained: ReadonlyArray<{ readonly type: string; readonly keptMs: number }
   { type: OPERATION_TYPE, keptMs: OPERATION_RETENTION_MS },
   { type: OPERATION_ITEM_TYPE, keptMs: OPERATION_RETENTION_MS },
   { type: CONFIGURATION_PLAN_TYPE, keptMs: CONFIGURATION_PLAN_RETENTION_MS }
+]
+
+/**
+ * The append-only streams among the retained types: records only ever added (or, for events,
+ * marked), read newest first, kept for a time, whose IDs lead with their creation time. A
+ * store may keep each in time slices and free a whole slice once all of it is past retention
+ * (PostgreSQL: a partition per week, `packages/pg/src/streams.ts`); reads hide what is past its
+ * time, so what a slice holds beyond it until then is never served.
+ */
+export const streamTypes: ReadonlyArray<{ readonly type: string; readonly idKind: IdKind; readonly keptMs: number }> = [
+  { type: REQUEST_TYPE, idKind: "request", keptMs: AUDIT_RETENTION_MS },
+  { type: AUDIT_ENTRY_TYPE, idKind: "audit_entry", keptMs: AUDIT_RETENTION_MS },
+  { type: EVENT_TYPE, idKind: "event", keptMs: EVENT_RETENTION_MS },
+  { type: WEBHOOK_ATTEMPT_TYPE, idKind: "webhook_delivery_attempt", keptMs: WEBHOOK_DELIVERY_RETENTION_MS }
 ]
 
 /** What retention reads across tenants: each retained type by `created_at`. */
