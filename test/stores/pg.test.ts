@@ -5,6 +5,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer } from "effect"
 import {
+  IdLane,
   Idempotency,
   RateLimitStore,
   Records,
@@ -173,6 +174,8 @@ layer(StoresLive, { excludeTestServices: true, timeout: "60 seconds" })("PgStore
         const onEither = (i: number) => Effect.provide(i % 2 === 0 ? one : two)
         const tenant = newTenant()
         const now = Date.now()
+        // Each process has its own lane of IDs (no two make one ID in the same millisecond).
+        expect(Context.get(one, IdLane)).not.toBe(Context.get(two, IdLane))
 
         const claims = yield* Effect.forEach(
           range(50),

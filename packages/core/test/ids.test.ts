@@ -1,6 +1,6 @@
-import { Option } from "effect"
+import { Context, Effect, Layer, Option, TestClock, TestContext } from "effect"
 import { describe, expect, it } from "vitest"
-import { encodeIdBody, formatId, ID_MAX, nextIdNumber, parseId } from "@syllabus/core"
+import { encodeIdBody, formatId, ID_MAX, IdLane, idLaneOf, Ids, nextIdNumber, parseId } from "@syllabus/core"
 
 describe("public IDs", () => {
   it("round-trip through their prefix and fixed-width body", () => {
@@ -28,5 +28,29 @@ describe("public IDs", () => {
       formatId("request", b),
       formatId("request", c)
     ])
+  })
+
+  it("two processes on their lanes make no common ID, a few IDs per millisecond each, nor in a burst of hundreds", async () => {
+    const made = await Effect.runPromise(
+      Effect.gen(function*() {
+        const process = (n: number) =>
+          Effect.map(Layer.build(Ids.live.pipe(Layer.provide(Layer.succeed(IdLane, idLaneOf(n))))), (context) => Context.get(context, Ids))
+        const [a, b] = [yield* process(1), yield* process(2)]
+        const ids = { a: new Set<string>(), b: new Set<string>() }
+        for (let ms = 0; ms < 1_500; ms++) {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 29) + ms)
+          // A burst now and then (a batch's items), a few IDs otherwise.
+          const count = ms % 500 === 0 ? 300 : 1 + (ms % 4)
+          for (let i = 0; i < count; i++) ids.a.add(yield* a.next("request"))
+          for (let i = 0; i < 1 + (ms % 3); i++) ids.b.add(yield* b.next("request"))
+        }
+        return ids
+      }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext))
+    )
+    expect(made.a.size).toBeGreaterThan(4_000)
+    expect([...made.a].filter((id) => made.b.has(id))).toEqual([])
+    // Each process's IDs still grow.
+    const inOrder = [...made.a]
+    expect([...inOrder].sort()).toEqual(inOrder)
   })
 })

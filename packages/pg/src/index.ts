@@ -9,11 +9,20 @@
  * - `listStatement`, `scanStatement`, `pruneStatement`, `aggregateStatement`: the SQL `Records` runs, for `EXPLAIN`
  */
 import type * as Migrator from "@effect/sql/Migrator"
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Layer, Redacted } from "effect"
-import { BackgroundStore, type ChangeRelay, type Idempotency, type RateLimitStore, type Records, type UnitOfWork } from "@syllabus/core"
+import {
+  BackgroundStore,
+  type ChangeRelay,
+  type Idempotency,
+  IdLane,
+  idLaneOf,
+  type RateLimitStore,
+  type Records,
+  type UnitOfWork
+} from "@syllabus/core"
 import { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 import { PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
 import { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
@@ -81,7 +90,7 @@ export const pgLayer = (
   url: Redacted.Redacted<string> | string,
   options: PgLayerOptions = {}
 ): Layer.Layer<
-  Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | PgClient.PgClient | SqlClient.SqlClient,
+  Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | IdLane | PgClient.PgClient | SqlClient.SqlClient,
   Migrator.MigrationError | SqlError
 > => {
   const { changeRelay, timeouts = {}, background = {}, preparedStatements = true, ...pool } = options
@@ -102,9 +111,16 @@ export const pgLayer = (
     maxConnections: background.maxConnections ?? DEFAULT_BACKGROUND_CONNECTIONS,
     applicationName: pool.applicationName === undefined ? BACKGROUND_APPLICATION_NAME : `${pool.applicationName}-workers`
   })
+  // This process's lane of IDs, apart from the other processes' on the database (`IdLane`).
+  const idLane = Layer.effect(
+    IdLane,
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ readonly n: string }>`SELECT nextval('syllabus_id_lanes')::text AS n`).pipe(
+      Effect.map((rows) => idLaneOf(Number(rows[0]!.n)))
+    )
+  )
   // Every pool's units of work, the workers' included, end by their deadline.
   const unitOfWorkDeadline = Layer.succeed(UnitOfWorkDeadline, timeouts.transactionMs ?? defaultPgTimeouts.transactionMs)
-  return Layer.mergeAll(PgStore, migrations, PgChangeRelay(changeRelay), workers).pipe(
+  return Layer.mergeAll(PgStore, migrations, PgChangeRelay(changeRelay), workers, Layer.provide(idLane, migrations)).pipe(
     Layer.provide(unitOfWorkDeadline),
     Layer.provideMerge(client(withDeadlines(plain, timeouts)))
   )

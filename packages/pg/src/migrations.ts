@@ -120,11 +120,18 @@ const recordsByType = Effect.gen(function*() {
     ALTER TABLE record_keys ADD FOREIGN KEY (account_id, environment, type, id) REFERENCES records ON DELETE CASCADE`
 })
 
+/** The lanes of the processes' IDs (`IdLane` of `@syllabus/core`): one value per process started. */
+const idLanes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE SEQUENCE syllabus_id_lanes`
+})
+
 /** The migrations of `@syllabus/pg`, for `Migrator.fromRecord`. */
 export const PgMigrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_initial": initial,
   "2_access_path_extensions": accessPathExtensions,
-  "3_records_by_type": recordsByType
+  "3_records_by_type": recordsByType,
+  "4_id_lanes": idLanes
 }
 
 /** The table the Migrator records applied migrations in. */

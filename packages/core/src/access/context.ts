@@ -2,9 +2,9 @@
  * What every use case knows about the call it serves: who calls (`Caller`) and the
  * public-ID generator.
  */
-import { Context, Effect, Layer, Random } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { JsonObject, StoredRecord, Tenant } from "../ports/store.js"
-import { formatId, type IdKind, nextIdNumber } from "../records/ids.js"
+import { formatId, ID_LANES, type IdKind, nextIdNumber } from "../records/ids.js"
 import type { Grant } from "./policies.js"
 
 /** The authenticated caller of one request. */
@@ -25,23 +25,43 @@ export interface CallerInfo {
 
 export class Caller extends Context.Tag("@syllabus/core/Caller")<Caller, CallerInfo>() {}
 
+/** A lane of this process when nothing gives it one: chosen at random once. */
+const randomLane = Math.floor(Math.random() * ID_LANES)
+
+/**
+ * The lane of this process's IDs (0..4095, records/ids.ts): the low bits its IDs start at in
+ * each millisecond. A store shared by several processes gives each its own (PostgreSQL: from a
+ * sequence, `pgLayer`), so that two of them never make one ID in the same millisecond unless
+ * one makes thousands in it; alone, a process takes one at random.
+ */
+export class IdLane extends Context.Reference<IdLane>()("@syllabus/core/IdLane", { defaultValue: () => randomLane }) {}
+
 /** Public IDs that sort by creation (see records/ids.ts). */
 export class Ids extends Context.Tag("@syllabus/core/Ids")<
   Ids,
   { readonly next: (kind: IdKind) => Effect.Effect<string> }
 >() {
-  static readonly live = Layer.sync(Ids, () => {
-    // The last number handed out; reading and setting it in one synchronous step keeps it
-    // atomic, as a `Ref` would, in fewer Effect steps (one ID per request at least).
-    let last = 0
-    return {
-      next: (kind: IdKind) =>
-        Effect.clockWith((clock) =>
-          Effect.map(Random.nextIntBetween(0, 4096), (random12) => {
-            last = nextIdNumber(clock.unsafeCurrentTimeMillis(), last, random12)
-            return formatId(kind, last)
-          })
-        )
-    }
-  })
+  static readonly live = Layer.effect(
+    Ids,
+    Effect.map(IdLane, (lane) => {
+      // The last number handed out, and how many were made in its millisecond; reading and
+      // setting them in one synchronous step keeps them atomic, as a `Ref` would, in fewer
+      // Effect steps (one ID per request at least).
+      let last = 0
+      let lastMs = -1
+      let made = 0
+      return {
+        next: (kind: IdKind) =>
+          Effect.clockWith((clock) =>
+            Effect.sync(() => {
+              const now = clock.unsafeCurrentTimeMillis()
+              made = now === lastMs ? made + 1 : 0
+              lastMs = now
+              last = nextIdNumber(now, last, (lane + made) % ID_LANES)
+              return formatId(kind, last)
+            })
+          )
+      }
+    })
+  )
 }

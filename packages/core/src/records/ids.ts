@@ -110,15 +110,27 @@ export const ID_EPOCH_MS = Date.UTC(2020, 0, 1)
 export const ID_SEQUENCE_BITS = 12
 
 /**
- * The next integer for an ID: creation time first, then a sequence that keeps IDs made in
- * the same millisecond in order, started at a random point so that processes sharing a
- * database rarely meet.
+ * The next integer for an ID: creation time first, then `low12` (0..4095) in the low bits,
+ * or, when that would not sort after `last` (several IDs in one millisecond), `last + 1`: IDs
+ * of one process always grow. `Ids` passes the process's lane plus the IDs it made earlier in
+ * the same millisecond (`IdLane`), so that processes on one database, each on its own lane,
+ * do not make the same ID in the same millisecond.
  */
-export const nextIdNumber = (nowMs: number, last: number, random12: number): number => {
+export const nextIdNumber = (nowMs: number, last: number, low12: number): number => {
   const base = Math.max(1, nowMs - ID_EPOCH_MS) * 2 ** ID_SEQUENCE_BITS
-  const candidate = base + (random12 % 2 ** (ID_SEQUENCE_BITS - 1))
+  const candidate = base + (Math.abs(Math.floor(low12)) % 2 ** ID_SEQUENCE_BITS)
   return Math.min(ID_MAX, candidate > last ? candidate : last + 1)
 }
+
+/** The number of lanes: the values of an ID's low bits. */
+export const ID_LANES = 2 ** ID_SEQUENCE_BITS
+
+/**
+ * The lane of the `n`-th process of a database (a sequence's value): consecutive processes
+ * far apart (Knuth's multiplicative hash, a bijection of the 12 bits), so that even bursts of
+ * IDs in one millisecond rarely reach another process's lane.
+ */
+export const idLaneOf = (n: number): number => Number((BigInt(Math.floor(n)) * 2654435761n) % BigInt(ID_LANES))
 
 /**
  * The smallest ID of this kind made at `ms` or later: IDs made before sort below it, IDs made
