@@ -92,6 +92,21 @@ describe("the request log in group commits", () => {
     expect(outcomes.map((error) => error.code)).toEqual(Array.from({ length: 20 }, () => "audit_unavailable"))
   })
 
+  it("an ID already taken (another process's, the same millisecond) fails its own call only, not its batch", async () => {
+    const { layer } = countingStore()
+    const log = makeRequestLogWriter()
+    const outcomes = await Effect.runPromise(
+      Effect.gen(function* () {
+        const records = yield* Records
+        yield* records.insert(tenant, REQUEST_TYPE, entry(7).id, { taken: true })
+        return yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), (i) => Effect.either(log(tenant, entry(i))), { concurrency: "unbounded" })
+      }).pipe(Effect.provide(layer))
+    )
+    expect(outcomes.map((outcome, i) => [i, outcome._tag === "Left" ? outcome.left.code : "stored"]).filter(([, o]) => o !== "stored")).toEqual([
+      [7, "audit_unavailable"]
+    ])
+  })
+
   it("a store in memory (no groupCommit) inserts each entry at once: no batch, no queue", async () => {
     const inserted: Array<string> = []
     const layer = Layer.effect(

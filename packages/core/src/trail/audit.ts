@@ -4,12 +4,12 @@
  * the change). Account usage (`/account/usage`) is counted from the request log, so there
  * is one record of what happened and the counts cannot drift from it.
  */
-import { Cause, Clock, Deferred, Effect } from "effect"
+import { Cause, Clock, Deferred, Effect, type Either } from "effect"
 import { Caller, Ids } from "../access/context.js"
 import type { Anchors } from "../access/scope.js"
 import { apiError, type ApiError, writeUnavailable } from "../errors/errors.js"
 import { contractRateLimits, type RateLimits } from "../limits/rate-limit.js"
-import { type Environment, type JsonObject, Records, type StoreUnavailable, type Tenant, type Where } from "../ports/store.js"
+import { type Environment, type JsonObject, Records, type StoreUnavailable, type Tenant, UniqueViolation, type Where } from "../ports/store.js"
 import { isId } from "../records/ids.js"
 import { DAY, formatTimestamp, HOUR } from "../records/time.js"
 
@@ -113,17 +113,26 @@ export const makeRequestLogWriter = () => {
         if (group === undefined) byTenant.set(key, [pending])
         else group.push(pending)
       }
-      for (const group of byTenant.values()) {
-        const written = yield* records
-          .insertMany(group[0]!.tenant, REQUEST_TYPE, group.map((p) => ({ id: p.entry.id, data: p.entry as unknown as JsonObject })))
+      /** Store `pending`'s entries in one statement; its waiters answered. */
+      const write = (pending: ReadonlyArray<Pending>) =>
+        records
+          .insertMany(pending[0]!.tenant, REQUEST_TYPE, pending.map((p) => ({ id: p.entry.id, data: p.entry as unknown as JsonObject })))
           .pipe(
             // A defect too: a waiter is never left without an answer.
-            Effect.catchAllCause((cause) => Effect.fail(writeUnavailable(Cause.squash(cause)))),
+            Effect.catchAllCause((cause) => Effect.fail(Cause.squash(cause))),
             Effect.either
           )
-        for (const pending of group) {
-          yield* written._tag === "Right" ? Deferred.succeed(pending.stored, undefined) : Deferred.fail(pending.stored, written.left)
+      const answer = (pending: Pending, written: Either.Either<unknown, unknown>) =>
+        written._tag === "Right" ? Deferred.succeed(pending.stored, undefined) : Deferred.fail(pending.stored, writeUnavailable(written.left))
+      for (const group of byTenant.values()) {
+        const written = yield* write(group)
+        // An ID another process made in the same millisecond refuses the whole statement: each
+        // entry alone then, so that only the call whose ID was taken fails.
+        if (written._tag === "Left" && written.left instanceof UniqueViolation && group.length > 1) {
+          for (const pending of group) yield* answer(pending, yield* write([pending]))
+          continue
         }
+        for (const pending of group) yield* answer(pending, written)
       }
     })
 
