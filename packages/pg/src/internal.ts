@@ -9,6 +9,8 @@ import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
 export interface UnitState {
   /** A statement failed because of a concurrent transaction: the unit is worth running again. */
   conflict: boolean
+  /** Where the unit says concurrent ones meet (`UnitOfWork.contends`): a rerun queues on them. */
+  readonly contended: Set<string>
 }
 
 export interface Pg {
@@ -28,6 +30,12 @@ export interface Pg {
   readonly detached: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The state of the unit of work the fiber runs in, if any. */
   readonly unit: FiberRef.FiberRef<UnitState | undefined>
+  /**
+   * Keys an outermost transaction begun in this fiber holds, across processes, from before its
+   * `BEGIN` to after its end (session advisory locks on its connection): the units of work that
+   * contend on them run one after another, each seeing the one before committed.
+   */
+  readonly queueOn: FiberRef.FiberRef<ReadonlyArray<string>>
 }
 
 // serialization_failure, deadlock_detected: the transaction lost a race and may simply be retried.
@@ -117,18 +125,48 @@ const abandoned = (what: string) =>
  * session. A COMMIT that went unanswered is an uncertain outcome (503; the idempotency
  * receipt, committed with the write or not at all, tells a retry which).
  */
-const guardedTransaction = (sql: SqlClient.SqlClient, begin: string) => {
+const guardedTransaction = (sql: SqlClient.SqlClient, begin: string, queueOn: FiberRef.FiberRef<ReadonlyArray<string>>) => {
   /** Connections whose transaction ended with an answer from the server. */
   const ended = new WeakSet<Connection>()
+  /** Connections holding the advisory locks of `queueOn` for their transaction. */
+  const locked = new WeakSet<Connection>()
+  /** The locks go with the transaction; a connection whose unlock was not answered is closed, never pooled with them. */
+  const unlock = (conn: Connection) =>
+    Effect.suspend(() => {
+      if (!locked.has(conn)) return Effect.void
+      locked.delete(conn)
+      return isBusy(conn)
+        ? Effect.sync(() => ended.delete(conn))
+        : conn.executeUnprepared("SELECT pg_advisory_unlock_all()", [], undefined).pipe(
+          Effect.catchAll(() => Effect.sync(() => ended.delete(conn))),
+          Effect.asVoid
+        )
+    })
   const end = (conn: Connection, statement: "COMMIT" | "ROLLBACK") =>
     Effect.suspend(() =>
       isBusy(conn)
         ? statement === "ROLLBACK" ? Effect.void : Effect.fail(abandoned(statement))
         : conn.executeUnprepared(statement, [], undefined).pipe(
           Effect.tap(() => Effect.sync(() => ended.add(conn))),
-          Effect.tapError((error) => Effect.sync(() => answered(error) && ended.add(conn)))
+          Effect.tapError((error) => Effect.sync(() => answered(error) && ended.add(conn))),
+          Effect.ensuring(unlock(conn))
         )
     )
+  // The locks before `BEGIN`: taken inside the transaction, they would be waited for with a
+  // snapshot already taken, and the unit would still not see the one before it committed.
+  const lockThenBegin = (conn: Connection) =>
+    Effect.flatMap(FiberRef.get(queueOn), (keys) =>
+      keys.length === 0
+        ? conn.executeUnprepared(begin, [], undefined)
+        : conn.executeUnprepared(
+          `SELECT ${keys.map((_, i) => `pg_advisory_lock(hashtextextended($${i + 1}, 0))`).join(", ")}`,
+          keys,
+          undefined
+        ).pipe(
+          Effect.tap(() => Effect.sync(() => locked.add(conn))),
+          Effect.zipRight(conn.executeUnprepared(begin, [], undefined)),
+          Effect.tapError(() => unlock(conn))
+        ))
   return SqlClient.makeWithTransaction({
     transactionTag: SqlClient.TransactionConnection,
     spanAttributes: [],
@@ -141,7 +179,7 @@ const guardedTransaction = (sql: SqlClient.SqlClient, begin: string) => {
           })),
           [scope, conn] as const
         ))),
-    begin: (conn) => conn.executeUnprepared(begin, [], undefined),
+    begin: lockThenBegin,
     savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
     commit: (conn) => end(conn, "COMMIT"),
     rollback: (conn) => end(conn, "ROLLBACK"),
@@ -162,6 +200,7 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
   // One per store, so that two stores in one program never share a unit of work's state.
   const unit = yield* FiberRef.make<UnitState | undefined>(undefined)
+  const queueOn = yield* FiberRef.make<ReadonlyArray<string>>([])
 
   const noteConflict = (error: unknown) =>
     Effect.flatMap(FiberRef.get(unit), (state) =>
@@ -199,8 +238,8 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
   // of `BEGIN` then `SET TRANSACTION …`) and provide the client's `TransactionConnection`, so
   // every statement and nested transaction inside joins them exactly as with
   // `sql.withTransaction`; both guard the end of a transaction (`guardedTransaction`).
-  const withPlainTransaction = guardedTransaction(sql, "BEGIN")
-  const withSerializableTransaction = guardedTransaction(sql, "BEGIN ISOLATION LEVEL SERIALIZABLE")
+  const withPlainTransaction = guardedTransaction(sql, "BEGIN", queueOn)
+  const withSerializableTransaction = guardedTransaction(sql, "BEGIN ISOLATION LEVEL SERIALIZABLE", queueOn)
 
   const inTransaction = (withTransaction: typeof sql.withTransaction) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R> =>
@@ -217,10 +256,12 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
   const detached = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     effect.pipe(
       Effect.locallyWith(FiberRef.currentContext, Context.omit(SqlClient.TransactionConnection)),
-      Effect.locally(unit, undefined)
+      Effect.locally(unit, undefined),
+      // On a connection of its own, the caller's keys would be waited for behind the caller itself.
+      Effect.locally(queueOn, [])
     )
 
-  return { sql, run, transaction, serializable, detached, unit }
+  return { sql, run, transaction, serializable, detached, unit, queueOn }
 })
 
 /** A bigint column read back: a string by default in `pg`, a number if the client parses it. */

@@ -1,7 +1,7 @@
 /** The store ports on one `SqlClient`: the PostgreSQL adapter of `@syllabus/core`. */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Idempotency, keepingFigures, keptFigures, RateLimitStore, Records, StoreUnavailable, UnitOfWork } from "@syllabus/core"
-import { Clock, Context, Effect, Exit, Layer, Option, Random } from "effect"
+import { Clock, Context, Effect, Exit, FiberRef, Layer, Option, Random } from "effect"
 import { defaultPgTimeouts } from "./deadlines.js"
 import { makeIdempotency } from "./idempotency.js"
 import { makePg, type Pg, shouldRetry, type UnitState } from "./internal.js"
@@ -42,19 +42,43 @@ export class UnitOfWorkDeadline extends Context.Reference<UnitOfWorkDeadline>()(
  * is safe because nothing of it was committed. Nested units join the outer one as savepoints.
  */
 const makeUnitOfWork = (
-  { serializable, transaction, unit }: Pg,
+  { queueOn, serializable, transaction, unit }: Pg,
   deadlineMs: number
 ): Context.Tag.Service<typeof UnitOfWork> => {
+  /** This process's queue per contended key (a semaphore of one, dropped when nobody waits). */
+  const queues = new Map<string, { readonly semaphore: Effect.Semaphore; users: number }>()
+  /**
+   * `run` after every earlier run on `keys` in this process (so that one connection at most
+   * waits for a key's advisory lock), then under the keys' advisory locks (`queueOn`), so that
+   * it follows the other processes' too. Keys are taken in order: no two runs wait on each other.
+   */
+  const queued = <A, E, R>(keys: ReadonlyArray<string>, run: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    keys.reduceRight(
+      (inner: Effect.Effect<A, E, R>, key) =>
+        Effect.acquireUseRelease(
+          Effect.sync(() => {
+            const queue = queues.get(key) ?? { semaphore: Effect.unsafeMakeSemaphore(1), users: 0 }
+            queue.users++
+            queues.set(key, queue)
+            return queue
+          }),
+          (queue) => queue.semaphore.withPermits(1)(inner),
+          (queue) => Effect.sync(() => {
+            if (--queue.users === 0) queues.delete(key)
+          })
+        ),
+      Effect.locally(run, queueOn, keys)
+    )
   /** A run past the deadline is interrupted, which rolls it back, and fails (not run again). */
   const inTime = <A, E, R>(run: Effect.Effect<A, E | StoreUnavailable, R>) =>
     deadlineMs <= 0 ? run : Effect.timeoutFail(run, {
       duration: deadlineMs,
       onTimeout: () => new StoreUnavailable({ cause: new Error(`a unit of work ran past its deadline of ${deadlineMs} ms: rolled back`) })
     })
-  const once = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  const once = <A, E, R>(effect: Effect.Effect<A, E, R>, keys: ReadonlyArray<string>) =>
     Effect.suspend(() => {
-      const state: UnitState = { conflict: false }
-      return inTime(serializable(effect)).pipe(
+      const state: UnitState = { conflict: false, contended: new Set() }
+      return queued(keys, inTime(serializable(effect))).pipe(
         Effect.locally(unit, state),
         Effect.exit,
         Effect.map((exit) => [exit, state] as const)
@@ -64,13 +88,16 @@ const makeUnitOfWork = (
   const outermost = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R> =>
     Effect.gen(function*() {
       const giveUpAt = (yield* Clock.currentTimeMillis) + retryForMs
+      // The keys a lost run said it contends on: the next runs queue on them (no pause needed).
+      let keys: ReadonlyArray<string> = []
       for (let attempt = 1;; attempt++) {
-        const [exit, state] = yield* once(effect)
+        const [exit, state] = yield* once(effect, keys)
         if (Exit.isSuccess(exit) || !shouldRetry(exit.cause, state) || (yield* Clock.currentTimeMillis) >= giveUpAt) {
           return yield* exit
         }
         yield* Effect.annotateCurrentSpan("syllabus.transaction.retries", attempt)
-        yield* Effect.sleep(yield* Random.nextIntBetween(0, Math.min(maxPauseMs, 2 ** attempt) + 1))
+        keys = [...new Set([...keys, ...state.contended])].sort()
+        if (keys.length === 0) yield* Effect.sleep(yield* Random.nextIntBetween(0, Math.min(maxPauseMs, 2 ** attempt) + 1))
       }
     })
 
@@ -80,7 +107,12 @@ const makeUnitOfWork = (
         Effect.serviceOption(SqlClient.TransactionConnection),
         (outer): Effect.Effect<A, E | StoreUnavailable, R> =>
           Option.isSome(outer) ? transaction(effect) : outermost(effect)
-      ).pipe(Effect.withSpan("PgUnitOfWork.transaction"))
+      ).pipe(Effect.withSpan("PgUnitOfWork.transaction")),
+    contends: (key: string) =>
+      Effect.flatMap(FiberRef.get(unit), (state) =>
+        Effect.sync(() => {
+          state?.contended.add(key)
+        }))
   }
 }
 

@@ -24,6 +24,7 @@ import { type ApiError, apiError, fieldError, writeUnavailable } from "../errors
 import { type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
 import {
   type AccessPath,
+  contends,
   type Json,
   type JsonObject,
   listPath,
@@ -108,9 +109,13 @@ const showcaseProducts = (tenant: Tenant, showcaseId: string, from?: number, to?
     }
   })
 
+/** A write that reads a showcase's order to place a product: concurrent ones meet there (`contends`). */
+const showcaseOrder = (tenant: Tenant, showcaseId: string) => contends(tenant, `showcase/${showcaseId}`)
+
 /** How many non-trashed products the showcase holds: the last position, positions being dense (one read). */
 const showcaseCount = (tenant: Tenant, showcaseId: string) =>
   Effect.gen(function* () {
+    yield* showcaseOrder(tenant, showcaseId)
     const records = yield* Records
     const [last] = yield* records
       .list(tenant, PRODUCT_TYPE, { where: inShowcase(showcaseId), sort: { ...byPosition, direction: "desc" }, limit: 1 })
@@ -155,6 +160,7 @@ const shift = (showcaseId: string, from: number, to: number | undefined, delta: 
   Effect.gen(function* () {
     if (to !== undefined && from > to) return
     const caller = yield* Caller
+    yield* showcaseOrder(caller.tenant, showcaseId)
     const range = yield* showcaseProducts(caller.tenant, showcaseId, from, to)
     yield* Effect.forEach(range, (record) =>
       record.id === moved ? Effect.void : Effect.asVoid(reposition(record, Number(record.data.position) + delta))

@@ -6,7 +6,7 @@
  * tenant, revision) and named unique keys. Every resource of the contract is one record
  * type, so one store implementation serves them all.
  */
-import { Context, Data, type Effect } from "effect"
+import { Context, Data, Effect } from "effect"
 
 export type Environment = "production" | "sandbox"
 export const environments: ReadonlyArray<Environment> = ["production", "sandbox"]
@@ -274,8 +274,23 @@ export class UnitOfWork extends Context.Tag("@syllabus/core/UnitOfWork")<
   UnitOfWork,
   {
     readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreUnavailable, R>
+    /**
+     * A hint from inside a unit of work: it reads and writes where concurrent ones meet
+     * (`key`: the end of one showcase's order, say), so that they cannot all win. A store that
+     * runs units of work optimistically may run the ones that lost a race on the key one at a
+     * time instead of letting them meet again (PostgreSQL); one that runs them one at a time
+     * has nothing to do (memory). Use `contends`.
+     */
+    readonly contends?: (key: string) => Effect.Effect<void>
   }
 >() {}
+
+/** `UnitOfWork.contends` of the store, when there is a unit of work and the store takes the hint. */
+export const contends = (tenant: Tenant, key: string): Effect.Effect<void> =>
+  Effect.flatMap(Effect.serviceOption(UnitOfWork), (uow) =>
+    uow._tag === "Some" && uow.value.contends !== undefined
+      ? uow.value.contends(`${tenant.accountId}/${tenant.environment}/${key}`)
+      : Effect.void)
 
 /** A response as recorded for replay. */
 export interface RecordedResponse {
