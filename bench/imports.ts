@@ -22,8 +22,7 @@
  *   IMPORT_MIB=1024 IMPORT_PAD_BYTES=65536 node --import tsx bench/imports.ts      # a 1 GiB file
  */
 import { fork } from "node:child_process"
-import { jsonCaller, serveBenchAccount } from "./shared.js"
-import { createHash } from "node:crypto"
+import { jsonCaller, serveBenchAccount, uploadBlocks } from "./shared.js"
 import { readFileSync } from "node:fs"
 
 const MIB = 1024 * 1024
@@ -78,40 +77,9 @@ if (process.argv[2] === "--server") {
     }
     if (lines.length > 0) yield Buffer.from(lines.join(""))
   }
-  const hash = createHash("sha256")
   let size = 0
-  for (const block of blocks()) {
-    hash.update(block)
-    size += block.length
-  }
-  const sha256 = hash.digest("hex")
-
-  // Upload: the parts cut from the stream of blocks.
-  const session = await call("POST", "/uploads", { purpose: "import", filename: "users.csv", size, content_type: "text/csv", sha256 })
-  if (session.status !== 201) throw new Error(`session: ${session.status} ${JSON.stringify(session.json)}`)
-  const upload = session.json.data
-  const partSize = Number(upload.part_size)
-  let pending = Buffer.alloc(0)
-  let part = 1
-  const sendPart = async (bytes: Buffer) => {
-    const res = await fetch(`http://127.0.0.1:${ready.port}${upload.upload_urls[part - 1].url}`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${ready.secret}`, "content-type": "application/octet-stream" },
-      body: new Uint8Array(bytes)
-    })
-    if (res.status !== 200) throw new Error(`part ${part}: ${res.status} ${await res.text()}`)
-    part++
-  }
-  for (const block of blocks()) {
-    pending = Buffer.concat([pending, block])
-    while (pending.length >= partSize) {
-      await sendPart(pending.subarray(0, partSize))
-      pending = Buffer.from(pending.subarray(partSize))
-    }
-  }
-  if (pending.length > 0) await sendPart(pending)
-  const file = await call("POST", `/uploads/${upload.id}/completions`)
-  if (file.status !== 201) throw new Error(`completion: ${file.status} ${JSON.stringify(file.json)}`)
+  for (const block of blocks()) size += block.length
+  const fileId = await uploadBlocks(ready.port, ready.secret, { filename: "users.csv", contentType: "text/csv", purpose: "import" }, blocks)
 
   // The baseline of this run: a batch of 1,000 user creates, the same writes given in the request.
   const batchItems = Array.from({ length: 1000 }, (_, i) => ({ key: `b${i}`, name: `Batch ${i}`, email: `b${i}@batch.example` }))
@@ -136,7 +104,7 @@ if (process.argv[2] === "--server") {
     if (reading) peakReading = Math.max(peakReading, now)
   }, 50)
   const started = performance.now()
-  const created = await call("POST", "/imports", { file_id: file.json.data.id, target: "users", mapping: { name: "name", email: "email" } })
+  const created = await call("POST", "/imports", { file_id: fileId, target: "users", mapping: { name: "name", email: "email" } })
   if (created.status !== 202) throw new Error(`import: ${created.status} ${JSON.stringify(created.json)}`)
   let last = created.json.data
   let lastReport = performance.now()

@@ -1,5 +1,6 @@
 /** What `bench/run.ts` and its server children agree on. */
 import type { Embedding } from "@syllabus/http"
+import { createHash } from "node:crypto"
 import { createServer, type RequestListener, type Server } from "node:http"
 
 export type ServerKind = "raw" | "effect" | "memory" | "postgresql"
@@ -55,6 +56,7 @@ export const serveBenchAccount = async (
     process.send?.({
       port: typeof address === "object" && address ? address.port : 0,
       secret: opened.credentials.find((c) => c.environment === "production")!.secret,
+      sandboxSecret: opened.credentials.find((c) => c.environment === "sandbox")?.secret,
       ...options.extra
     })
   })
@@ -77,3 +79,55 @@ export const jsonCaller =
     })
     return { status: res.status, json: await res.json() }
   }
+
+/**
+ * Upload a file made of `blocks` (a generator giving the same bytes each time it is called: it
+ * is read twice, for its hash and for its parts) through `POST /uploads`, part by part; answers
+ * the file's ID. `port` and `secret`: the benchmark server and its credential.
+ */
+export const uploadBlocks = async (
+  port: number,
+  secret: string,
+  file: { readonly filename: string; readonly contentType: string; readonly purpose: string },
+  blocks: () => Iterable<Buffer>
+): Promise<string> => {
+  const call = jsonCaller(`http://127.0.0.1:${port}/api/v3`, secret)
+  const hash = createHash("sha256")
+  let size = 0
+  for (const block of blocks()) {
+    hash.update(block)
+    size += block.length
+  }
+  const session = await call("POST", "/uploads", {
+    purpose: file.purpose,
+    filename: file.filename,
+    size,
+    content_type: file.contentType,
+    sha256: hash.digest("hex")
+  })
+  if (session.status !== 201) throw new Error(`session: ${session.status} ${JSON.stringify(session.json)}`)
+  const upload = session.json.data
+  const partSize = Number(upload.part_size)
+  let pending = Buffer.alloc(0)
+  let part = 1
+  const sendPart = async (bytes: Buffer) => {
+    const res = await fetch(`http://127.0.0.1:${port}${upload.upload_urls[part - 1].url}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/octet-stream" },
+      body: new Uint8Array(bytes)
+    })
+    if (res.status !== 200) throw new Error(`part ${part}: ${res.status} ${await res.text()}`)
+    part++
+  }
+  for (const block of blocks()) {
+    pending = Buffer.concat([pending, block])
+    while (pending.length >= partSize) {
+      await sendPart(pending.subarray(0, partSize))
+      pending = Buffer.from(pending.subarray(partSize))
+    }
+  }
+  if (pending.length > 0) await sendPart(pending)
+  const completed = await call("POST", `/uploads/${upload.id}/completions`)
+  if (completed.status !== 201) throw new Error(`completion: ${completed.status} ${JSON.stringify(completed.json)}`)
+  return String(completed.json.data.id)
+}

@@ -142,14 +142,15 @@ const guardedTransaction = (sql: SqlClient.SqlClient, begin: string, queueOn: Fi
           Effect.asVoid
         )
     })
-  const end = (conn: Connection, statement: "COMMIT" | "ROLLBACK") =>
+  const end = (conn: Connection, statement: "COMMIT" | "ROLLBACK"): Effect.Effect<void, SqlError> =>
     Effect.suspend(() =>
       isBusy(conn)
         ? statement === "ROLLBACK" ? Effect.void : Effect.fail(abandoned(statement))
         : conn.executeUnprepared(statement, [], undefined).pipe(
           Effect.tap(() => Effect.sync(() => ended.add(conn))),
           Effect.tapError((error) => Effect.sync(() => answered(error) && ended.add(conn))),
-          Effect.ensuring(unlock(conn))
+          Effect.ensuring(unlock(conn)),
+          Effect.asVoid
         )
     )
   // The locks before `BEGIN`: taken inside the transaction, they would be waited for with a

@@ -28,7 +28,16 @@ import { adjustProductCounts, PRODUCT_TYPE } from "../catalog/products.js"
 import { dropLessonTerms } from "../catalog/taxonomies.js"
 import { keepExamLessonIds } from "../learning/exams.js"
 import { apiError, fieldError, writeUnavailable } from "../errors/errors.js"
-import { type Json, type JsonObject, type ListQuery, Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
+import {
+  contends,
+  type Json,
+  type JsonObject,
+  type ListQuery,
+  Records,
+  type StoredRecord,
+  type StoreUnavailable,
+  type Tenant
+} from "../ports/store.js"
 import {
   defineResource,
   equalsFilter,
@@ -138,6 +147,8 @@ const clampPosition = (requested: number | undefined, others: number): number =>
 const arrange = (definition: ResourceDefinition, scopeField: string, scopeId: string, placed: StoredRecord | null) =>
   Effect.gen(function* () {
     const caller = yield* Caller
+    // Every write placing a record of this scope reads its whole order: concurrent ones meet here.
+    yield* contends(caller.tenant, `${definition.type}/${scopeField}/${scopeId}`)
     const others = (yield* childrenOf(caller.tenant, definition.type, scopeField, scopeId)).filter((r) => r.id !== placed?.id)
     const at = placed ? Number(placed.data.position) - 1 : others.length
     const ordered = placed ? [...others.slice(0, at), placed, ...others.slice(at)] : others

@@ -6,7 +6,7 @@ import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { apiError, type DetailItem, fieldError, writeUnavailable, readUnavailable } from "../errors/errors.js"
 import type { OperationKind } from "../operations/operations.js"
-import { type Json, type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
+import { contends, type Json, type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
 import {
   defineResource,
   equalsFilter,
@@ -34,6 +34,8 @@ const ARRANGED_MAX = 10_000
 const inPositionOrder = (type: string, where: ReadonlyArray<Where>) =>
   Effect.gen(function* () {
     const caller = yield* Caller
+    // Read to place or move a record: the writes of one order meet here (`contends`).
+    yield* contends(caller.tenant, `${type}/order/${JSON.stringify(where)}`)
     const records = yield* Records
     return yield* records
       .list(caller.tenant, type, {

@@ -18,7 +18,7 @@
 import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { readUnavailable } from "../errors/errors.js"
-import { Records, type StoredRecord, type Where } from "../ports/store.js"
+import { contends, Records, type StoredRecord, type Where } from "../ports/store.js"
 import {
   defineResource,
   inRequestedOrder,
@@ -50,8 +50,12 @@ const optional = <S extends Schema.Schema.AnyNoContext>(schema: S) => Schema.opt
 export const arrangedSet = (type: string, definition: () => ResourceDefinition) => {
   const live: ReadonlyArray<Where> = [{ field: "deleted", op: "eq", value: false }]
 
+  /** A write that reads the order to place or move a record: concurrent ones meet there (`contends`). */
+  const meet = Effect.flatMap(Caller, (caller) => contends(caller.tenant, `${type}/order`))
+
   /** Non-trashed records, counted through the index of `deleted`. */
   const count = Effect.gen(function* () {
+    yield* meet
     const caller = yield* Caller
     const records = yield* Records
     const groups = yield* records.count(caller.tenant, type, live, []).pipe(Effect.mapError(readUnavailable))
@@ -61,6 +65,7 @@ export const arrangedSet = (type: string, definition: () => ResourceDefinition) 
   /** Non-trashed records by position, from `after` on (exclusive; 0: all). */
   const byPosition = (after: number) =>
     Effect.gen(function* () {
+      yield* meet
       const caller = yield* Caller
       const records = yield* Records
       return yield* records
