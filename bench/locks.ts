@@ -35,6 +35,8 @@ if (process.argv[2] === "--server") {
   const app = await makeNodeListener({ store: pgLayer(url), storage: LocalFileStorage({ directory }), rateLimits: "off" })
   await serveBenchAccount(app, { subdomain: `bench${Date.now()}`, extra: { database: new URL(url).pathname.slice(1) } })
   process.on("message", async () => {
+    // The workers stop before their database goes.
+    await app.dispose()
     rmSync(directory, { recursive: true, force: true })
     await Effect.runPromise(Scope.close(scope, { _tag: "Success", value: undefined } as never))
     process.exit(0)
