@@ -37,7 +37,10 @@ const nameOf = (text: string): string | undefined => {
   return name
 }
 
-/** `pg`'s client, which names the marked statements (the form `@effect/sql-pg` sends: text, values, callback). */
+/**
+ * `pg`'s client, which names the marked statements (the form `@effect/sql-pg` sends: text,
+ * values, callback). Typed `never`: one signature that stands for every overload of `query`.
+ */
 class PreparingClient extends pg.Client {
   override query(config: unknown, values?: unknown, callback?: unknown): never {
     const name = typeof config === "string" && config.startsWith(PREPARED) ? nameOf(config) : undefined

@@ -74,7 +74,7 @@ const leavesOf = (sql: SqlClient.SqlClient, parent: string) =>
     (rows) => rows.map((row) => ({ name: row.name, upper: /TO \('((?:[^']|'')*)'\)/.exec(row.bound)?.[1]?.replaceAll("''", "'") ?? null }))
   )
 
-/** The statement that makes the partition of a stream type, partitioned by week, with its default partition. */
+/** Make the partition of a stream type, partitioned by week, with its default partition. */
 const createStreamPartition = (sql: SqlClient.SqlClient, type: string) =>
   Effect.gen(function*() {
     yield* sql.unsafe(`CREATE TABLE ${partitionOf(type)} PARTITION OF records FOR VALUES IN (${quoted(type)}) PARTITION BY RANGE (id)`)
