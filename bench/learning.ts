@@ -585,7 +585,7 @@ const runPg = async (name: string, sizes: LearningSizes, others: LearningSizes |
     await exec("ANALYZE record_keys")
     const analyzeMs = performance.now() - analyzeStarted
     const size = await exec(
-      `SELECT pg_size_pretty(pg_total_relation_size('records')) AS records, pg_size_pretty(pg_total_relation_size('record_keys')) AS keys`
+      `SELECT (SELECT pg_size_pretty(sum(pg_total_relation_size(relid))) FROM pg_partition_tree('records')) AS records, pg_size_pretty(pg_total_relation_size('record_keys')) AS keys`
     )
     log(`${name}: ANALYZE ${(analyzeMs / 1000).toFixed(1)} s; records ${size[0]!.records}, record_keys ${size[0]!.keys} (with their indexes)`)
 

@@ -302,7 +302,7 @@ const runStore = async (store: "postgresql" | "memory") => {
       child = await startChild(["postgresql", "--url", prepared.url])
       load.startupMs = child.ready.startupMs
       const size = (await prepared.sql.runPromise(
-        Effect.flatMap(SqlClient.SqlClient, (s) => s.unsafe(`SELECT pg_size_pretty(pg_total_relation_size('records')) AS size`))
+        Effect.flatMap(SqlClient.SqlClient, (s) => s.unsafe(`SELECT pg_size_pretty(sum(pg_total_relation_size(relid))) AS size FROM pg_partition_tree('records')`))
       )) as ReadonlyArray<{ size: string }>
       log(`postgresql: server ready, startup ${(child.ready.startupMs / 1000).toFixed(0)} s; records with its indexes: ${size[0]?.size}`)
     } else {
