@@ -80,6 +80,7 @@ export const enrollmentData = (e: number, sizes: LearningSizes, course: Course):
     product_id: productId,
     status: canceled ? "canceled" : "active",
     source: "import",
+    delivery_id: null,
     starts_at: at,
     expires_at: null,
     completed_at: lessons > 0 && c === lessons ? formatTimestamp(rowMs(e, c - 1, a)) : null,
@@ -106,6 +107,9 @@ export const progressData = (e: number, j: number, sizes: LearningSizes, course:
     enrollment_id: enrollmentId(e, a),
     lesson_id: lesson.id,
     module_id: lesson.module_id,
+    // The enrollment's product and learner (the anchors of its scope).
+    product_id: course.productIds[p]!,
+    user_id: course.userIds[userOf(e, sizes)]!,
     status: done ? "completed" : "in_progress",
     percent: done ? 100 : 1 + ((e + j) % 99),
     completed_at: done ? at : null,
@@ -144,7 +148,7 @@ export const enrollmentsSql = (accountId: string, a: number, sizes: LearningSize
     INSERT INTO records (account_id, environment, type, id, revision, data)
     SELECT '${accountId}', 'production', 'enrollment', x.id, 1 + x.c + CASE WHEN x.canceled THEN 1 ELSE 0 END, jsonb_build_object(
       'object', 'enrollment', 'id', x.id, 'user_id', x.user_id, 'product_id', x.product_id,
-      'status', CASE WHEN x.canceled THEN 'canceled' ELSE 'active' END, 'source', 'import',
+      'status', CASE WHEN x.canceled THEN 'canceled' ELSE 'active' END, 'source', 'import', 'delivery_id', null,
       'starts_at', ${isoSql("x.ms")}, 'expires_at', null,
       'completed_at', CASE WHEN x.n > 0 AND x.c = x.n THEN ${isoSql(`x.ms + ${ROW_OFFSET_MS} + (x.c - 1) * ${ROW_STEP_MS}`)} END,
       'progress_percent', CASE WHEN x.n = 0 THEN 0 ELSE least(100, x.c * 100 / x.n) END,
@@ -169,12 +173,13 @@ export const progressSql = (accountId: string, a: number, sizes: LearningSizes, 
     INSERT INTO records (account_id, environment, type, id, revision, data)
     SELECT '${accountId}', 'production', 'lesson_progress', x.id, 1, jsonb_build_object(
       'object', 'lesson_progress', 'id', x.id, 'enrollment_id', x.enrollment_id, 'lesson_id', x.lesson_id, 'module_id', x.module_id,
+      'product_id', x.product_id, 'user_id', x.user_id,
       'status', CASE WHEN x.done THEN 'completed' ELSE 'in_progress' END,
       'percent', CASE WHEN x.done THEN 100 ELSE 1 + (x.e + x.j) % 99 END,
       'completed_at', CASE WHEN x.done THEN x.at END,
       'created_at', x.at, 'updated_at', x.at)
     FROM (
-      SELECT y.e, l.j, ${idSql("lpr", idNumberSql(`y.ms + ${ROW_OFFSET_MS} + l.j * ${ROW_STEP_MS}`))} AS id,
+      SELECT y.e, l.j, y.product_id, y.user_id, ${idSql("lpr", idNumberSql(`y.ms + ${ROW_OFFSET_MS} + l.j * ${ROW_STEP_MS}`))} AS id,
         ${idSql("enr", idNumberSql("y.ms"))} AS enrollment_id, l.id AS lesson_id, l.module_id,
         l.j < (y.e / 3) % (y.r + 1) AS done, ${isoSql(`y.ms + ${ROW_OFFSET_MS} + l.j * ${ROW_STEP_MS}`)} AS at
       FROM (${enrollmentColumns(a, sizes, products).replace("$FROM", String(from)).replace("$TO", String(to - 1))}) AS y
