@@ -18,35 +18,17 @@
  *   node --import tsx bench/hostile-imports.ts line       # one
  */
 import { fork } from "node:child_process"
-import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { Zip, ZipDeflate } from "fflate"
-import { jsonCaller, serveBenchAccount } from "./shared.js"
+import { jsonCaller, uploadBlocks } from "./shared.js"
 
 const MIB = 1024 * 1024
 const scenarios = ["bomb", "line", "cell"] as const
 type Scenario = (typeof scenarios)[number]
 
 if (process.argv[2] === "--server") {
-  const { mkdtempSync, rmSync } = await import("node:fs")
-  const { tmpdir } = await import("node:os")
-  const { join } = await import("node:path")
-  const { Effect, Scope } = await import("effect")
-  const { makeNodeListener } = await import("@syllabus/http")
-  const { MemoryStore } = await import("@syllabus/memory")
-  const { pgLayer } = await import("@syllabus/pg")
-  const { LocalFileStorage } = await import("@syllabus/storage")
-  const { freshDatabase } = await import("./pg.js")
-  const scope = Effect.runSync(Scope.make())
-  const store = process.env["BENCH_STORE"] === "pg" ? pgLayer((await Effect.runPromise(Scope.extend(freshDatabase, scope))).url) : MemoryStore
-  const directory = mkdtempSync(join(tmpdir(), "syllabus-hostile-bench-"))
-  const app = await makeNodeListener({ store, storage: LocalFileStorage({ directory }), rateLimits: "off" })
-  await serveBenchAccount(app, { subdomain: `bench${Date.now()}` })
-  process.on("message", async () => {
-    rmSync(directory, { recursive: true, force: true })
-    await Effect.runPromise(Scope.close(scope, { _tag: "Success", value: undefined } as never))
-    process.exit(0)
-  })
+  const { serveFileBench } = await import("./file-server.js")
+  await serveFileBench(process.env["BENCH_STORE"] === "pg" ? "postgresql" : "memory", "hostile")
 } else {
   const wanted = (process.argv[2] as Scenario | undefined) ? [process.argv[2] as Scenario] : [...scenarios]
   const child = fork(new URL(import.meta.url).pathname, ["--server"], { execArgv: ["--import", "tsx"] })
@@ -114,44 +96,10 @@ if (process.argv[2] === "--server") {
     }
   }
 
-  const upload = async (contentType: string, blocks: () => Iterable<Buffer>) => {
-    const hash = createHash("sha256")
-    let size = 0
-    for (const block of blocks()) {
-      hash.update(block)
-      size += block.length
-    }
-    const session = await call("POST", "/uploads", { purpose: "import", filename: "hostile", size, content_type: contentType, sha256: hash.digest("hex") })
-    if (session.status !== 201) throw new Error(`session: ${session.status} ${JSON.stringify(session.json)}`)
-    const partSize = Number(session.json.data.part_size)
-    let pending = Buffer.alloc(0)
-    let part = 1
-    const sendPart = async (bytes: Buffer) => {
-      const res = await fetch(`http://127.0.0.1:${ready.port}${session.json.data.upload_urls[part - 1].url}`, {
-        method: "PUT",
-        headers: { authorization: `Bearer ${ready.secret}`, "content-type": "application/octet-stream" },
-        body: new Uint8Array(bytes)
-      })
-      if (res.status !== 200) throw new Error(`part ${part}: ${res.status} ${await res.text()}`)
-      part++
-    }
-    for (const block of blocks()) {
-      pending = Buffer.concat([pending, block])
-      while (pending.length >= partSize) {
-        await sendPart(pending.subarray(0, partSize))
-        pending = Buffer.from(pending.subarray(partSize))
-      }
-    }
-    if (pending.length > 0) await sendPart(pending)
-    const file = await call("POST", `/uploads/${session.json.data.id}/completions`)
-    if (file.status !== 201) throw new Error(`completion: ${file.status} ${JSON.stringify(file.json)}`)
-    return { id: file.json.data.id as string, size }
-  }
-
   const mib = (bytes: number) => `${(bytes / MIB).toFixed(1)} MiB`
   for (const scenario of wanted) {
     const { contentType, blocks } = files[scenario]()
-    const file = await upload(contentType, blocks)
+    const file = await uploadBlocks(ready.port, ready.secret, { filename: "hostile", contentType, purpose: "import" }, blocks)
     await new Promise((r) => setTimeout(r, 1000))
     const before = rss()
     let peak = before

@@ -22,7 +22,7 @@
  *   IMPORT_MIB=1024 IMPORT_PAD_BYTES=65536 node --import tsx bench/imports.ts      # a 1 GiB file
  */
 import { fork } from "node:child_process"
-import { jsonCaller, serveBenchAccount, uploadBlocks } from "./shared.js"
+import { jsonCaller, uploadBlocks } from "./shared.js"
 import { readFileSync } from "node:fs"
 
 const MIB = 1024 * 1024
@@ -32,25 +32,8 @@ const rowsWanted = process.env["IMPORT_MIB"]
   : Number(process.env["IMPORT_ROWS"] ?? 1_000_000)
 
 if (process.argv[2] === "--server") {
-  const { mkdtempSync, rmSync } = await import("node:fs")
-  const { tmpdir } = await import("node:os")
-  const { join } = await import("node:path")
-  const { Effect, Scope } = await import("effect")
-  const { makeNodeListener } = await import("@syllabus/http")
-  const { MemoryStore } = await import("@syllabus/memory")
-  const { pgLayer } = await import("@syllabus/pg")
-  const { LocalFileStorage } = await import("@syllabus/storage")
-  const { freshDatabase } = await import("./pg.js")
-  const scope = Effect.runSync(Scope.make())
-  const store = process.env["BENCH_STORE"] === "memory" ? MemoryStore : pgLayer((await Effect.runPromise(Scope.extend(freshDatabase, scope))).url)
-  const directory = mkdtempSync(join(tmpdir(), "syllabus-import-bench-"))
-  const app = await makeNodeListener({ store, storage: LocalFileStorage({ directory }), rateLimits: "off" })
-  await serveBenchAccount(app, { subdomain: `bench${Date.now()}` })
-  process.on("message", async () => {
-    rmSync(directory, { recursive: true, force: true })
-    await Effect.runPromise(Scope.close(scope, { _tag: "Success", value: undefined } as never))
-    process.exit(0)
-  })
+  const { serveFileBench } = await import("./file-server.js")
+  await serveFileBench(process.env["BENCH_STORE"] === "memory" ? "memory" : "postgresql", "import")
 } else {
   const child = fork(new URL(import.meta.url).pathname, ["--server"], { execArgv: ["--import", "tsx"] })
   const ready = await new Promise<{ port: number; secret: string }>((resolve) => child.once("message", resolve as never))
@@ -77,9 +60,7 @@ if (process.argv[2] === "--server") {
     }
     if (lines.length > 0) yield Buffer.from(lines.join(""))
   }
-  let size = 0
-  for (const block of blocks()) size += block.length
-  const fileId = await uploadBlocks(ready.port, ready.secret, { filename: "users.csv", contentType: "text/csv", purpose: "import" }, blocks)
+  const { id: fileId, size } = await uploadBlocks(ready.port, ready.secret, { filename: "users.csv", contentType: "text/csv", purpose: "import" }, blocks)
 
   // The baseline of this run: a batch of 1,000 user creates, the same writes given in the request.
   const batchItems = Array.from({ length: 1000 }, (_, i) => ({ key: `b${i}`, name: `Batch ${i}`, email: `b${i}@batch.example` }))

@@ -15,32 +15,14 @@
  */
 import { fork } from "node:child_process"
 import { createRequire } from "node:module"
-import { defaultDatabaseUrl, jsonCaller, serveBenchAccount, uploadBlocks } from "./shared.js"
+import { defaultDatabaseUrl, jsonCaller, uploadBlocks } from "./shared.js"
 
 const ROWS = Number(process.env["LOCKS_ROWS"] ?? 500_000)
 const RUN_S = Number(process.env["LOCKS_RUN_S"] ?? 60)
 
 if (process.argv[2] === "--server") {
-  const { mkdtempSync, rmSync } = await import("node:fs")
-  const { tmpdir } = await import("node:os")
-  const { join } = await import("node:path")
-  const { Effect, Scope } = await import("effect")
-  const { makeNodeListener } = await import("@syllabus/http")
-  const { pgLayer } = await import("@syllabus/pg")
-  const { LocalFileStorage } = await import("@syllabus/storage")
-  const { freshDatabase } = await import("./pg.js")
-  const scope = Effect.runSync(Scope.make())
-  const { url } = await Effect.runPromise(Scope.extend(freshDatabase, scope))
-  const directory = mkdtempSync(join(tmpdir(), "syllabus-locks-bench-"))
-  const app = await makeNodeListener({ store: pgLayer(url), storage: LocalFileStorage({ directory }), rateLimits: "off" })
-  await serveBenchAccount(app, { subdomain: `bench${Date.now()}`, extra: { database: new URL(url).pathname.slice(1) } })
-  process.on("message", async () => {
-    // The workers stop before their database goes.
-    await app.dispose()
-    rmSync(directory, { recursive: true, force: true })
-    await Effect.runPromise(Scope.close(scope, { _tag: "Success", value: undefined } as never))
-    process.exit(0)
-  })
+  const { serveFileBench } = await import("./file-server.js")
+  await serveFileBench("postgresql", "locks")
 } else {
   const child = fork(new URL(import.meta.url).pathname, ["--server"], { execArgv: ["--import", "tsx"] })
   const ready = await new Promise<{ port: number; secret: string; sandboxSecret: string; database: string }>((resolve) =>
@@ -70,7 +52,7 @@ if (process.argv[2] === "--server") {
     }
     if (lines.length > 0) yield Buffer.from(lines.join(""))
   }
-  const fileId = await uploadBlocks(ready.port, ready.secret, { filename: "users.csv", contentType: "text/csv", purpose: "import" }, csv)
+  const { id: fileId } = await uploadBlocks(ready.port, ready.secret, { filename: "users.csv", contentType: "text/csv", purpose: "import" }, csv)
 
   // The cluster's locks and the server's oldest transaction, every 200 ms.
   const samples: Array<{ readonly at: number; readonly predicate: number; readonly oldestMs: number }> = []

@@ -83,14 +83,14 @@ export const jsonCaller =
 /**
  * Upload a file made of `blocks` (a generator giving the same bytes each time it is called: it
  * is read twice, for its hash and for its parts) through `POST /uploads`, part by part; answers
- * the file's ID. `port` and `secret`: the benchmark server and its credential.
+ * the file's ID and size. `port` and `secret`: the benchmark server and its credential.
  */
 export const uploadBlocks = async (
   port: number,
   secret: string,
   file: { readonly filename: string; readonly contentType: string; readonly purpose: string },
   blocks: () => Iterable<Buffer>
-): Promise<string> => {
+): Promise<{ readonly id: string; readonly size: number }> => {
   const call = jsonCaller(`http://127.0.0.1:${port}/api/v3`, secret)
   const hash = createHash("sha256")
   let size = 0
@@ -129,5 +129,5 @@ export const uploadBlocks = async (
   if (pending.length > 0) await sendPart(pending)
   const completed = await call("POST", `/uploads/${upload.id}/completions`)
   if (completed.status !== 201) throw new Error(`completion: ${completed.status} ${JSON.stringify(completed.json)}`)
-  return String(completed.json.data.id)
+  return { id: String(completed.json.data.id), size }
 }
