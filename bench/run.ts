@@ -138,21 +138,23 @@ const getCurrent = (target: Target): Array<autocannon.Request> => [
   { method: "GET", path: "/api/v3/credentials/current", headers: { authorization: `Bearer ${target.secret}` } }
 ]
 
-/** A new credential per request, each with its own Idempotency-Key (and so a fresh execution, not a replay). */
-const createCredential = (target: Target): Array<autocannon.Request> => [
-  {
-    method: "POST",
-    path: "/api/v3/credentials",
-    headers: { authorization: `Bearer ${target.secret}`, "content-type": "application/json" },
-    setupRequest: (request) => {
-      const n = ++createCounter
-      return {
-        ...request,
-        headers: { ...request.headers, "idempotency-key": `bench-${runTag}-${n}` },
-        body: JSON.stringify({ name: `Bench credential ${n}`, purpose: "benchmark" })
-      }
-    }
+/**
+ * A `POST` to `path` of a new resource per request (`body` of the request's number), each with
+ * its own Idempotency-Key, and so a fresh execution, never a replay.
+ */
+const createEach = (target: Target, path: string, body: (n: number) => unknown): autocannon.Request => ({
+  method: "POST",
+  path,
+  headers: { authorization: `Bearer ${target.secret}`, "content-type": "application/json" },
+  setupRequest: (request) => {
+    const n = ++createCounter
+    return { ...request, headers: { ...request.headers, "idempotency-key": `bench-${runTag}-${n}` }, body: JSON.stringify(body(n)) }
   }
+})
+
+/** A new credential per request. */
+const createCredential = (target: Target): Array<autocannon.Request> => [
+  createEach(target, "/api/v3/credentials", (n) => ({ name: `Bench credential ${n}`, purpose: "benchmark" }))
 ]
 
 /** The demo account's showcase for `createProduct`. */
@@ -167,20 +169,9 @@ const withShowcase = async (target: Target): Promise<Target> => {
   return { ...target, showcaseId: body.data.id }
 }
 
-/** A new product per request, appended to the showcase (a write with its event, audit entry, place and plan count), each with its own Idempotency-Key. */
-const createProduct = (target: Target): autocannon.Request => ({
-  method: "POST",
-  path: "/api/v3/products",
-  headers: { authorization: `Bearer ${target.secret}`, "content-type": "application/json" },
-  setupRequest: (request) => {
-    const n = ++createCounter
-    return {
-      ...request,
-      headers: { ...request.headers, "idempotency-key": `bench-${runTag}-${n}` },
-      body: JSON.stringify({ format: "course", name: `Bench product ${n}`, showcase_id: target.showcaseId })
-    }
-  }
-})
+/** A new product per request, appended to the showcase (a write with its event, audit entry, place and plan count). */
+const createProduct = (target: Target): autocannon.Request =>
+  createEach(target, "/api/v3/products", (n) => ({ format: "course", name: `Bench product ${n}`, showcase_id: target.showcaseId }))
 
 /** Reads and writes interleaved on every connection: who am I, a page of products, a new product. */
 const mixed = (target: Target): Array<autocannon.Request> => [
