@@ -19,7 +19,8 @@
  * `DATABASE_URL` (default postgres://postgres@127.0.0.1:5432/test); each PostgreSQL scenario
  * gets a fresh database, dropped afterwards. BENCH_PG_POOL sizes the server's pool.
  *
- * Each server runs in its own child process (bench/server.ts); autocannon runs here. The
+ * Each server runs in its own child process (bench/server.ts) on the packages' build, as users
+ * run them (`builtChildArgv`: built first); autocannon runs here. The
  * `-2proc` scenarios run two server processes on one database and load both at once. The
  * `pgbench-*` scenarios run PostgreSQL's own pgbench (PGBENCH names the binary, default
  * `pgbench`) on a fresh database: the floor of issue 10 for the PostgreSQL scenarios.
@@ -34,7 +35,7 @@ import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { freshDatabase } from "./pg.js"
 import { formatSummary, readProfile, summarize } from "./profile.js"
-import { BASELINE_PATH, type Experiment, isTracing, type ServerKind, type ServerMessage, type Tracing } from "./shared.js"
+import { BASELINE_PATH, builtChildArgv, type Experiment, isTracing, type ServerKind, type ServerMessage, type Tracing } from "./shared.js"
 
 // ---------------------------------------------------------------------------------------
 // Settings
@@ -302,7 +303,7 @@ const profileFiles = (scenario: HttpScenario): Array<string> =>
 const startServer = (scenario: HttpScenario, profile: string | undefined, joinDatabase?: string): Promise<RunningServer> =>
   new Promise((resolvePromise, reject) => {
     // Source maps only when profiling: they map the profile back to the TypeScript sources.
-    const execArgv = ["--import", "tsx", ...(profile ? ["--enable-source-maps"] : [])]
+    const execArgv = [...builtChildArgv(), ...(profile ? ["--enable-source-maps"] : [])]
     const args = [scenario.server, "--tracing", settings.tracing, "--experiment", settings.experiment]
     if (profile) args.push("--profile", profile)
     if (joinDatabase !== undefined) args.push("--join-database", joinDatabase)

@@ -1,7 +1,10 @@
 /** What `bench/run.ts` and its server children agree on. */
 import type { Embedding } from "@syllabus/http"
+import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { createServer, type RequestListener, type Server } from "node:http"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 export type ServerKind = "raw" | "effect" | "memory" | "postgresql"
 
@@ -131,3 +134,22 @@ export const uploadBlocks = async (
   if (completed.status !== 201) throw new Error(`completion: ${completed.status} ${JSON.stringify(completed.json)}`)
   return { id: String(completed.json.data.id), size }
 }
+
+/**
+ * How a benchmark starts a server child that runs what users run: our packages' build
+ * (`dist/`, through the `@syllabus/built` condition, as `pnpm start` and an installed package
+ * do), built first (`tsc -b`: seconds when it is up to date). The child's own script stays
+ * TypeScript (tsx); the sources of the packages are what the workspace's tests run, and tsx's
+ * transform of them (every function named through a helper) costs a few % a request.
+ */
+export const builtChildArgv = (() => {
+  let built = false
+  return (): Array<string> => {
+    if (!built) {
+      const root = fileURLToPath(new URL("..", import.meta.url))
+      execFileSync(join(root, "node_modules/.bin/tsc"), ["-b", "tsconfig.build.json"], { cwd: root, stdio: "inherit" })
+      built = true
+    }
+    return ["--import", "tsx", "--conditions=@syllabus/built"]
+  }
+})()

@@ -115,6 +115,32 @@ eachStore(
       expect(retried.status, retried.text).toBe(201)
       expect(await named()).toHaveLength(1)
     })
+
+    // The request log (every authenticated call, §8.3): a read whose entry cannot be written
+    // fails closed; a write that committed keeps its answer, which a client must not retry blind.
+    for (const outage of ["fails", "hangs"] as const) {
+      it(`while the request log ${outage}, a read answers 503 audit_unavailable and a committed write keeps its 201, within the deadline`, async () => {
+        const set = (on: boolean) => (outage === "fails" ? h().fail("request_log", on) : h().stall("request_log", on))
+        const name = `logged ${freshKey()}`
+        set(true)
+        try {
+          const { value: read, ms: readMs } = await timed(() => h().request("GET", `${API}/credentials/current`, { secret: h().live }))
+          expectError(read, 503, "audit_unavailable")
+          expect(readMs).toBeLessThan(REQUEST_DEADLINE_MS + MARGIN_MS)
+          const { value: write, ms: writeMs } = await timed(() =>
+            h().request("POST", `${API}/showcases`, { secret: h().live, json: { name }, idempotencyKey: freshKey() })
+          )
+          expect(write.status, write.text).toBe(201)
+          expect(write.body.data.name).toBe(name)
+          expect(writeMs).toBeLessThan(REQUEST_DEADLINE_MS + MARGIN_MS)
+        } finally {
+          set(false)
+        }
+        const list = await h().request("GET", `${API}/showcases?limit=100&q=${encodeURIComponent(name)}`, { secret: h().live })
+        expect(list.status, list.text).toBe(200)
+        expect((list.body.data as Array<{ name: string }>).filter((showcase) => showcase.name === name)).toHaveLength(1)
+      })
+    }
   },
   { rateLimits: "on", settings: { requestDeadlineMs: REQUEST_DEADLINE_MS, readinessDeadlineMs: READINESS_DEADLINE_MS } }
 )

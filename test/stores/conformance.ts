@@ -1310,6 +1310,29 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           expect(result._tag === "Left" && result.left).toEqual(new UniqueViolation({ name: "id" }))
           expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ by: "transaction" })
         }))
+
+      it.effect("a plain write of another tenant taking a global key a running transaction took sees its outcome", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const [one, two] = [newTenant(), newTenant()]
+          const key = { name: "serial", value: `hash-${one.accountId}`, global: true } as const
+          const go = yield* Deferred.make<void>()
+          const outside = yield* Effect.fork(
+            Effect.zipRight(Deferred.await(go), Effect.either(records.insert(two, "gadget", "gdg_2", {}, [key])))
+          )
+          yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(one, "gadget", "gdg_1", {}, [key])
+              yield* Deferred.succeed(go, undefined)
+              yield* Effect.sleep("50 millis")
+            })
+          )
+          const result = yield* Fiber.join(outside)
+          expect(result._tag === "Left" && result.left).toEqual(new UniqueViolation({ name: "serial" }))
+          expect((yield* records.findUnique("global", "gadget", key))?.id).toBe("gdg_1")
+          expect(yield* records.get(two, "gadget", "gdg_2")).toBeUndefined()
+        }))
     })
 
     describe("Idempotency", () => {

@@ -50,6 +50,15 @@ export const API_PREFIX = "/api/v3"
 const clientRequestIdPattern = /^[A-Za-z0-9._-]{1,64}$/
 const ifMatchPattern = /^W\/"([a-z_]+):([A-Za-z0-9_]+):(\d{1,15})"$/
 
+/** What a request answers, before the headers every answer carries. */
+interface Answer {
+  readonly status: number
+  readonly body: Json | null
+  readonly headers: Readonly<Record<string, string>>
+  readonly stream: Reply["stream"]
+  readonly errorCode: string | null
+}
+
 /** What the pipeline learns about a request on its way, for the response headers and the log. */
 interface RequestState {
   readonly requestId: string
@@ -430,9 +439,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     // authenticated write, its audit entry could not be recorded), and what the request was
     // doing is interrupted in the background (an open unit of work rolls back).
     const deadlineMs = deadlineOf(request, yield* ServerSettings, outside)
-    let timedOut = false
     const deadlineExceeded = (): ApiError => {
-      timedOut = true
       const cause = new Error(`request deadline of ${deadlineMs} ms exceeded`)
       return state.caller !== undefined && isWrite(request.method) ? writeUnavailable(cause) : readUnavailable(cause)
     }
@@ -445,77 +452,88 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       }
       if (Either.isLeft(answered)) outsideFailure = answered.left
     }
-    const result = outsideFailure !== undefined
+
+    /** The answer of a result; a failure in the envelope (and in the error log if it is ours). */
+    const answerOf = (result: Either.Either<Reply, ApiError>): Effect.Effect<Answer> => {
+      if (Either.isRight(result)) {
+        const { body, headers, status, stream } = result.right
+        return Effect.succeed({ status, body, headers: headers ?? {}, stream, errorCode: null })
+      }
+      const error = result.left
+      const answer: Answer = {
+        status: error.status,
+        body: errorBody(error, state.requestId, language),
+        headers: { ...error.headers, ...languageHeaders(language) },
+        stream: undefined,
+        errorCode: error.code
+      }
+      // A 503 for an unknown route is the client's doing, not an outage worth an error line.
+      return error.status >= 500 && error.code !== "operation_not_catalogued"
+        ? Effect.as(Effect.logError("request failed", error.code, error.internal), answer)
+        : Effect.succeed(answer)
+    }
+    /** The request log's entry of an authenticated call. */
+    const entryOf = (caller: CallerInfo, answer: Answer, now: number) => ({
+      object: "request" as const,
+      id: state.requestId,
+      method: request.method,
+      path: request.url.split("?")[0] ?? request.url,
+      operation_id: state.operation?.id ?? null,
+      status: answer.status,
+      outcome: outcomeOf(answer.status),
+      error_code: answer.errorCode,
+      credential_id: caller.credential.id,
+      administrator_id: caller.human?.adminId ?? null,
+      client_request_id: state.clientRequestId,
+      idempotency_key: state.idempotencyKey,
+      idempotent_replayed: state.replayed,
+      duration_ms: now - state.startedAt,
+      environment: caller.tenant.environment,
+      created_at: formatTimestamp(state.startedAt)
+    })
+    /**
+     * The answer after a request log that could not be written: a read whose log cannot be
+     * written fails closed; a committed write keeps its result (the log must not hide it).
+     */
+    const unlogged = (answer: Answer, failure: ApiError): Effect.Effect<Answer> =>
+      Effect.as(
+        Effect.logError("request log unavailable", failure.internal),
+        state.committed
+          ? answer
+          : { status: failure.status, body: errorBody(failure, state.requestId, language), headers: languageHeaders(language), stream: undefined, errorCode: failure.code }
+      )
+
+    // Steps 2 to 9, then the request log's entry: one piece of work under the deadline (one
+    // fiber for both, which is what a request's bound costs). `served` is its answer before the log.
+    let served: Answer | undefined
+    const work = Effect.gen(function* () {
+      const answer = served = yield* answerOf(yield* Effect.either(serve(request, state)))
+      if (state.caller === undefined) return answer
+      const logged = yield* Effect.either(logRequest(state.caller.tenant, entryOf(state.caller, answer, yield* Clock.currentTimeMillis)))
+      return Either.isRight(logged) ? answer : yield* unlogged(answer, logged.left)
+    })
+    const finished = outsideFailure !== undefined
       ? Either.left(outsideFailure)
       : outside
       ? Either.left(apiError("not_found"))
-      : yield* Effect.either(within(serve(request, state), deadlineMs, deadlineExceeded))
-    /**
-     * The request log's write, within what is left of the deadline; after a timeout, in the
-     * background: the answer is a 503 already, and its entry is written when the store answers.
-     */
-    const logWithin = <E, R>(write: Effect.Effect<void, E, R>, now: number) =>
-      timedOut
-        ? Effect.asVoid(Effect.forkDaemon(Effect.ignore(write)))
-        : within(write, deadlineMs > 0 ? Math.max(1, deadlineMs - (now - state.startedAt)) : 0, () =>
-          writeUnavailable(new Error(`request deadline of ${deadlineMs} ms exceeded by the request log`)))
-
-    let status: number
-    let body: Json | null
-    let extraHeaders: Readonly<Record<string, string>> = {}
-    let stream: Reply["stream"]
-    let errorCode: string | null = null
-    if (Either.isRight(result)) {
-      status = result.right.status
-      body = result.right.body
-      extraHeaders = result.right.headers ?? {}
-      stream = result.right.stream
+      : yield* Effect.either(within(work, deadlineMs, (): ApiError | undefined => undefined))
+    let answer: Answer
+    if (Either.isRight(finished)) answer = finished.right
+    else if (finished.left !== undefined) answer = yield* answerOf(Either.left(finished.left))
+    else if (served !== undefined) {
+      // Past the deadline while its entry was being written.
+      answer = yield* unlogged(served, writeUnavailable(new Error(`request deadline of ${deadlineMs} ms exceeded by the request log`)))
     } else {
-      const error = result.left
-      // A 503 for an unknown route is the client's doing, not an outage worth an error line.
-      if (error.status >= 500 && error.code !== "operation_not_catalogued") {
-        yield* Effect.logError("request failed", error.code, error.internal)
-      }
-      status = error.status
-      errorCode = error.code
-      body = errorBody(error, state.requestId, language)
-      extraHeaders = { ...error.headers, ...languageHeaders(language) }
-    }
-
-    // The request log: every authenticated call. A read whose log cannot be written fails closed.
-    if (state.caller) {
-      const now = yield* Clock.currentTimeMillis
-      const logged = yield* Effect.either(logWithin(
-        logRequest(state.caller.tenant, {
-          object: "request",
-          id: state.requestId,
-          method: request.method,
-          path: request.url.split("?")[0] ?? request.url,
-          operation_id: state.operation?.id ?? null,
-          status,
-          outcome: outcomeOf(status),
-          error_code: Either.isLeft(result) ? result.left.code : null,
-          credential_id: state.caller.credential.id,
-          administrator_id: state.caller.human?.adminId ?? null,
-          client_request_id: state.clientRequestId,
-          idempotency_key: state.idempotencyKey,
-          idempotent_replayed: state.replayed,
-          duration_ms: now - state.startedAt,
-          environment: state.caller.tenant.environment,
-          created_at: formatTimestamp(state.startedAt)
-        }),
-        now
-      ))
-      if (Either.isLeft(logged)) {
-        yield* Effect.logError("request log unavailable", logged.left.internal)
-        if (!state.committed) {
-          status = logged.left.status
-          errorCode = logged.left.code
-          body = errorBody(logged.left, state.requestId, language)
-          extraHeaders = languageHeaders(language)
-        }
+      // Past the deadline in the request: a 503, whose entry is written in the background when the store answers.
+      answer = yield* answerOf(Either.left(deadlineExceeded()))
+      const caller = state.caller
+      if (caller !== undefined) {
+        const timedOut = answer
+        yield* Effect.forkDaemon(Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          logRequest(caller.tenant, entryOf(caller, timedOut, now)))))
       }
     }
+    const { body, errorCode, headers: extraHeaders, status, stream } = answer
 
     yield* writeAccessLog(status, errorCode)
     const headers: Record<string, string> = {

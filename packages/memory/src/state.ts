@@ -21,7 +21,7 @@
  * journal is replayed on the committed receipts: if a write would now give another result,
  * the transaction lost a race and runs again.
  */
-import { Deferred, Effect, Either, Exit, FiberRef, HashMap, type Scope } from "effect"
+import { Deferred, Effect, Either, Exit, FiberId, FiberRef, HashMap, type Scope } from "effect"
 import type { IdempotencyReceipt, Tenant } from "@syllabus/core"
 import { type Bucket, emptyBucket, type IndexSpec, type Spec, withIndexes } from "./bucket.js"
 
@@ -137,8 +137,13 @@ interface Tx {
   waiting: number
   /** Set when it lost a race: what to wait for before the rerun, and the locks it wanted. */
   lost: { readonly wait: Effect.Effect<void>; readonly want: Array<string> } | undefined
-  readonly done: Deferred.Deferred<void>
+  /** Completed when it ends; made by the first that waits for it (most transactions have none). */
+  done: Deferred.Deferred<void> | undefined
 }
+
+/** Wait for `tx` to end. */
+const ended = (tx: Tx): Effect.Effect<void> =>
+  Effect.suspend(() => (tx.open ? Deferred.await(tx.done ??= Deferred.unsafeMake<void>(FiberId.none)) : Effect.void))
 
 /** The defect that unwinds a transaction that lost a race (it is rerun, never seen outside). */
 class LostRace {
@@ -249,19 +254,19 @@ export const makeStore = (
       // Waiting while holding nothing (or in the order of a rerun's plan) cannot deadlock.
       if (tx.planning || tx.locks.size === 0) {
         tx.waiting++
-        return Deferred.await(owner.done).pipe(
+        return ended(owner).pipe(
           Effect.ensuring(Effect.sync(() => tx.waiting--)),
           Effect.zipRight(lock(tx, key))
         )
       }
-      return lose(tx, Deferred.await(owner.done), key)
+      return lose(tx, ended(owner), key)
     })
 
   const close = (tx: Tx): void => {
     tx.open = false
     for (const key of tx.locks) if (lockOwners.get(key) === tx) lockOwners.delete(key)
     for (const key of tx.reserved) if (reservations.get(key) === tx) reservations.delete(key)
-    Deferred.unsafeDone(tx.done, Exit.void)
+    if (tx.done !== undefined) Deferred.unsafeDone(tx.done, Exit.void)
   }
 
   /** Publish a transaction's work, in one synchronous step; false if it lost a race. */
@@ -285,35 +290,35 @@ export const makeStore = (
   }
 
   const run = <A, E, R>(effect: Effect.Effect<A, E, R>, plan: ReadonlyArray<string>): Effect.Effect<A, E, R> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function* () {
-        const tx: Tx = {
-          open: true,
-          work: noWork,
-          locks: new Set(),
-          reserved: new Set(),
-          planning: false,
-          waiting: 0,
-          lost: undefined,
-          done: yield* Deferred.make<void>()
-        }
-        const takePlan = Effect.suspend(() => {
-          tx.planning = true
-          return Effect.forEach(plan, (key) => lock(tx, key), { discard: true }).pipe(
-            Effect.ensuring(Effect.sync(() => (tx.planning = false)))
-          )
-        })
-        const exit = yield* Effect.exit(restore(Effect.zipRight(takePlan, Effect.locally(effect, current, tx))))
+    Effect.uninterruptibleMask((restore) => {
+      const tx: Tx = {
+        open: true,
+        work: noWork,
+        locks: new Set(),
+        reserved: new Set(),
+        planning: false,
+        waiting: 0,
+        lost: undefined,
+        done: undefined
+      }
+      // A rerun takes the locks it needed, in order, before it runs again.
+      const takePlan = plan.length === 0 ? Effect.void : Effect.suspend(() => {
+        tx.planning = true
+        return Effect.forEach(plan, (key) => lock(tx, key), { discard: true }).pipe(
+          Effect.ensuring(Effect.sync(() => (tx.planning = false)))
+        )
+      })
+      return Effect.flatMap(Effect.exit(restore(Effect.zipRight(takePlan, Effect.locally(effect, current, tx)))), (exit) => {
         if (tx.lost === undefined && Exit.isSuccess(exit)) commit(tx)
         const lost = tx.lost
         const locked = Array.from(tx.locks)
         close(tx)
-        if (lost === undefined || Exit.isInterrupted(exit)) return yield* exit
+        if (lost === undefined || Exit.isInterrupted(exit)) return exit
         lockCounters.lostRaces++
         const again = Array.from(new Set([...locked, ...lost.want])).sort()
-        return yield* restore(Effect.zipRight(lost.wait, run(effect, again)))
+        return restore(Effect.zipRight(lost.wait, run(effect, again)))
       })
-    )
+    })
 
   // Nested: join the outer transaction, but undo the inner one's writes if it fails, like a
   // savepoint (what @effect/sql does), so a failure caught by the outer leaves nothing behind.
@@ -359,9 +364,58 @@ export const makeStore = (
       return tx === undefined ? Effect.sync(found) : Effect.zipRight(lock(tx, key), Effect.sync(found))
     })
 
+  /**
+   * A write outside a transaction, applied and published in one synchronous step when nothing
+   * holds its bucket or the global keys it takes: what a transaction of its own would do, without
+   * one (the request log's append on every call). `undefined` when it must run as a transaction.
+   */
+  const modifyAlone = <A, E>(tenant: Tenant, type: string, op: Modify<A, E>): Either.Either<A, E> | undefined => {
+    const key = bucketKey(tenant, type)
+    if (lockOwners.has(key)) return undefined
+    const start = indexed(undefined, key, committed.get(key) ?? emptyBucket(tenant, type))
+    const pending = new Map<string, Address | null>()
+    const free = (name: string) => {
+      if (reservations.has(name)) throw new Blocked(reservations.get(name)!)
+    }
+    const keys: GlobalKeys = {
+      holder: (name) => {
+        if (pending.has(name)) return pending.get(name) ?? undefined
+        free(name)
+        return globals.get(name)
+      },
+      take: (name, at) => {
+        free(name)
+        pending.set(name, at)
+      },
+      free: (name) => {
+        free(name)
+        pending.set(name, null)
+      }
+    }
+    let result: Either.Either<readonly [A, Bucket], E>
+    try {
+      result = op(start, keys)
+    } catch (error) {
+      if (error instanceof Blocked) return undefined
+      throw error
+    }
+    if (Either.isLeft(result)) return Either.left(result.left)
+    publish(key, result.right[1])
+    for (const [name, address] of pending) {
+      if (address === null) globals.delete(name)
+      else globals.set(name, address)
+    }
+    return Either.right(result.right[0])
+  }
+
   const modify = <A, E>(tenant: Tenant, type: string, op: Modify<A, E>): Effect.Effect<A, E> =>
     Effect.flatMap(openTx, (tx): Effect.Effect<A, E> => {
-      if (tx === undefined) return run(modify(tenant, type, op), [])
+      if (tx === undefined) {
+        return Effect.suspend(() => {
+          const alone = modifyAlone(tenant, type, op)
+          return alone === undefined ? run(modify(tenant, type, op), []) : alone
+        })
+      }
       const key = bucketKey(tenant, type)
       return Effect.zipRight(
         lock(tx, key),
@@ -393,7 +447,7 @@ export const makeStore = (
           try {
             result = op(start, keys)
           } catch (error) {
-            if (error instanceof Blocked) return lose(tx, Deferred.await(error.by.done))
+            if (error instanceof Blocked) return lose(tx, ended(error.by))
             throw error
           }
           if (Either.isLeft(result)) return Effect.fail(result.left)

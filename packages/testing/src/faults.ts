@@ -8,17 +8,23 @@ import {
   Idempotency,
   RateLimitStore,
   Records,
+  REQUEST_TYPE,
   StorageUnavailable,
   StoreUnavailable,
+  type Tenant,
   UnitOfWork
 } from "@syllabus/core"
 import type { StoreServices } from "@syllabus/http"
 import { Context, Effect, Layer } from "effect"
 
-export type FaultyPort = "records" | "rate_limits" | "idempotency" | "unit_of_work" | "storage"
+/**
+ * A port that can fail. `request_log` is the part of `records` that writes the request log
+ * (its inserts of `request` records): the trail's outage alone, every other record answering.
+ */
+export type FaultyPort = "records" | "request_log" | "rate_limits" | "idempotency" | "unit_of_work" | "storage"
 
 /** Every port of the record store (all but the file storage). */
-export const storePorts: ReadonlyArray<Exclude<FaultyPort, "storage">> = ["records", "rate_limits", "idempotency", "unit_of_work"]
+export const storePorts: ReadonlyArray<Exclude<FaultyPort, "storage">> = ["records", "request_log", "rate_limits", "idempotency", "unit_of_work"]
 
 const down = Effect.fail(new StoreUnavailable({ cause: "injected outage" }))
 
@@ -68,12 +74,19 @@ export const withFaults = <E>(store: Layer.Layer<StoreServices, E>, failing: Rea
           Effect.suspend((): Effect.Effect<A, E | StoreUnavailable> =>
             stalled.has(port) ? Effect.zipRight(stalled.wait(port), f(...args)) : failing.has(port) ? down : f(...args))
       const r = guard("records")
+      const logged = guard("request_log")
+      /** A write of `records` that writes the request log when it stores `request` records. */
+      const w = <Args extends readonly [Tenant, string, ...Array<unknown>], A, E>(f: (...args: Args) => Effect.Effect<A, E>) => {
+        const plain = r(f)
+        const log = logged(plain)
+        return (...args: Args) => (args[1] === REQUEST_TYPE ? log(...args) : plain(...args))
+      }
       return Context.make(Records, {
         get: r(records.get),
         getMany: r(records.getMany),
         findUnique: r(records.findUnique),
-        insert: r(records.insert),
-        insertMany: r(records.insertMany),
+        insert: w(records.insert),
+        insertMany: w(records.insertMany),
         update: r(records.update),
         remove: r(records.remove),
         increment: r(records.increment),
