@@ -2,8 +2,10 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
 import { type Environment, StoreUnavailable, type Tenant } from "@syllabus/core"
 import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
+import { hasOutstandingStatement, PgPool } from "./pool.js"
 
 /** The mutable state of one running unit of work, seen by every statement made inside it. */
 export interface UnitState {
@@ -73,8 +75,6 @@ export const shouldRetry = (cause: Cause.Cause<unknown>, state: UnitState): bool
  */
 interface PgClientLike {
   end(): Promise<void>
-  readonly _activeQuery?: unknown
-  readonly _queryQueue?: ReadonlyArray<unknown>
 }
 
 const pgClientOf = (conn: Connection): PgClientLike | undefined => {
@@ -90,7 +90,7 @@ const pgClientOf = (conn: Connection): PgClientLike | undefined => {
  */
 const isBusy = (conn: Connection): boolean => {
   const client = pgClientOf(conn)
-  return client !== undefined && (client._activeQuery != null || (client._queryQueue?.length ?? 0) > 0)
+  return client !== undefined && hasOutstandingStatement(client)
 }
 
 /**
@@ -209,28 +209,39 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
         if (state !== undefined && isRetryable(error)) state.conflict = true
       }))
 
-  // Outside a unit of work, a statement runs on a connection reserved for it (as the client
-  // would take one from the pool for it), so that a connection the server did not answer is
-  // closed instead of pooled: every later statement on it would wait behind the first, until
-  // the server answers, or the kernel gives up on a host that is gone, minutes later.
-  const onItsConnection = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
-    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
-      Option.isSome(outer) ? self : Effect.scoped(
-        Effect.flatMap(reserveWhole(sql), (conn) =>
-          // Added after the reservation's own finalizer, so it runs before the release.
-          Effect.zipRight(
-            Effect.addFinalizer(() => Effect.sync(() => isBusy(conn) && discard(conn))),
-            Effect.provideService(self, SqlClient.TransactionConnection, [conn, 0] as const)
-          ))
-      ))
+  const pool = Option.getOrUndefined(yield* Effect.serviceOption(PgPool))
+  /**
+   * A statement sent as the driver would send it, without the client's machinery around each
+   * one (a span, the statement's own run through the client's acquirer), which cost about as
+   * much CPU as the driver itself: on the unit of work's connection, or on a connection of the
+   * pool for it. Anything else (a statement of a client we did not build, an effect made of
+   * several) runs as it is.
+   */
+  const direct = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> => {
+    if (!Statement.isFragment(self)) return self
+    const statement = self as unknown as Statement.Statement<A>
+    return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) => {
+      if (Option.isNone(outer) && pool === undefined) return self
+      const [text, params] = statement.compile()
+      if (Option.isSome(outer)) return outer.value[0].execute(text, params, undefined) as unknown as Effect.Effect<A, SqlError>
+      return Effect.async<A, SqlError>((resume) => {
+        pool!.query(text, params as Array<unknown>, (error: Error | undefined, result: { readonly rows: unknown }) => {
+          resume(error ? Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })) : Effect.succeed(result.rows as A))
+        })
+      })
+    })
+  }
 
   // A statement is not interruptible: an interrupted caller waits for its answer (bounded by
   // the deadlines), then its connection goes back to the pool. The driver's own interruption
   // sends `pg_cancel_backend` through the pool: with every connection held by an interrupted
   // statement (clients gone under load), each waited for a free one to cancel itself, and the
-  // pool stood still until its acquire deadline.
+  // pool stood still until its acquire deadline. Outside a unit of work, the client takes a
+  // connection from the pool for the statement and gives it back after; one the server did
+  // not answer is closed instead (`pool.ts`), or every later statement on it would wait
+  // behind the first, until the server answers, or the kernel gives up on a host that is gone.
   const run = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, StoreUnavailable, R> =>
-    onItsConnection(Effect.uninterruptible(self)).pipe(
+    Effect.uninterruptible(direct(self)).pipe(
       Effect.tapError(noteConflict),
       Effect.mapError((cause) => new StoreUnavailable({ cause }))
     )

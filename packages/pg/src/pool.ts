@@ -16,7 +16,7 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
 
 /** The mark of a statement to prepare: a comment, so the text stays valid SQL. */
@@ -51,6 +51,15 @@ class PreparingClient extends pg.Client {
   }
 }
 
+/**
+ * Whether a statement is still outstanding on the client. `_activeQuery` and `_queryQueue` are
+ * private to `pg` (8.x): where they are missing, no client is taken to be busy.
+ */
+export const hasOutstandingStatement = (client: unknown): boolean => {
+  const state = client as { readonly _activeQuery?: unknown; readonly _queryQueue?: ReadonlyArray<unknown> }
+  return state._activeQuery != null || (state._queryQueue?.length ?? 0) > 0
+}
+
 export interface PoolOptions extends Omit<PgClient.PgClientConfig, "url"> {
   readonly url: string
   /** Prepare the marked statements once per connection (default: true). */
@@ -61,9 +70,16 @@ export interface PoolOptions extends Omit<PgClient.PgClientConfig, "url"> {
  * A `PgClient` on a pool of ours, configured as `PgClient.layer` configures its own (the same
  * options), with the first connection opened and checked within `connectTimeout`.
  */
+/**
+ * The pool under a client of `pgClientLayer`. The stores send their statements on it (outside a
+ * unit of work) without the client's per-statement machinery (`internal.ts`); with a client
+ * built elsewhere there is none, and they go through the client.
+ */
+export class PgPool extends Context.Tag("@syllabus/pg/PgPool")<PgPool, pg.Pool>() {}
+
 export const pgClientLayer = (
   options: PoolOptions
-): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError> => {
+): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | PgPool, SqlError> => {
   const millis = (duration: Duration.DurationInput | undefined) => duration === undefined ? undefined : Duration.toMillis(duration)
   const acquire = Effect.acquireRelease(
     Effect.suspend(() => {
@@ -87,6 +103,12 @@ export const pgClientLayer = (
       } as pg.PoolConfig)
       // A connection lost while idle: the pool drops it and opens another when asked.
       pool.on("error", () => undefined)
+      // A connection handed back with a statement still outstanding (one `query_timeout` gave
+      // up on: the server has not answered it) is closed, not pooled: whatever is sent next on
+      // it would wait behind that statement. An ending client is what the pool then removes.
+      pool.on("release", (_error: Error | undefined, client: pg.PoolClient) => {
+        if (hasOutstandingStatement(client)) client.end().catch(() => undefined)
+      })
       return Effect.tryPromise({
         try: () => pool.query("SELECT 1"),
         catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
@@ -101,13 +123,16 @@ export const pgClientLayer = (
     }),
     (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
   )
-  return PgClient.layerFromPool({
-    acquire,
-    applicationName: options.applicationName,
-    spanAttributes: options.spanAttributes,
-    transformResultNames: options.transformResultNames,
-    transformQueryNames: options.transformQueryNames,
-    transformJson: options.transformJson,
-    types: options.types
-  })
+  // The pool is the layer's (ended with it); the client is made on it.
+  const client = Layer.unwrapEffect(Effect.map(PgPool, (pool) =>
+    PgClient.layerFromPool({
+      acquire: Effect.succeed(pool),
+      applicationName: options.applicationName,
+      spanAttributes: options.spanAttributes,
+      transformResultNames: options.transformResultNames,
+      transformQueryNames: options.transformQueryNames,
+      transformJson: options.transformJson,
+      types: options.types
+    })))
+  return Layer.provideMerge(client, Layer.scoped(PgPool, acquire))
 }

@@ -94,7 +94,7 @@ const callerOf = (
   requestId,
   credential: credential.data as CallerInfo["credential"],
   record: credential,
-  grant: credentialGrant(credential.data, catalog),
+  grant: credentialGrant(credential, catalog),
   human
 })
 

@@ -259,7 +259,9 @@ export const loadCredential = (tenant: Tenant, id: string) =>
 const policiesOf = (data: JsonObject): ReadonlyArray<Policy> => (data.policies ?? []) as unknown as ReadonlyArray<Policy>
 
 /** The grant of a stored credential (computed once per stored policy list, see `grantOf`). */
-export const credentialGrant = (data: JsonObject, catalog: CapabilityCatalogShape): Grant => catalog.grantOf(policiesOf(data))
+/** What a stored credential grants: its id and revision name its policies (computed once per revision). */
+export const credentialGrant = (credential: StoredRecord, catalog: CapabilityCatalogShape): Grant =>
+  catalog.grantOf(policiesOf(credential.data), `${credential.id}:${credential.revision}`)
 
 const parseExpiry = (text: string | null | undefined, now: number, field: string) => {
   if (text === undefined || text === null) return Effect.succeed(text ?? null)

@@ -205,7 +205,12 @@ export interface CapabilityCatalogShape {
   readonly findTemplate: (id: string) => PolicyTemplate | undefined
   /** The capabilities a policy grants: its own list, or its template's. */
   readonly policyCapabilities: (policy: Policy) => ReadonlyArray<string>
-  readonly grantOf: (policies: ReadonlyArray<Policy>) => Grant
+  /**
+   * What a list of policies grants. `version` names the list's content where the caller knows
+   * one that changes whenever the list may (a stored credential's id and revision): its grant
+   * is then computed once.
+   */
+  readonly grantOf: (policies: ReadonlyArray<Policy>, version?: string) => Grant
   /**
    * Delegation never grants more than the issuer holds: every capability requested must be
    * held by the issuer for every resource requested. Returns the itemized excess.
@@ -218,6 +223,9 @@ export class CapabilityCatalog extends Context.Tag("@syllabus/core/CapabilityCat
   CapabilityCatalog,
   CapabilityCatalogShape
 >() {}
+
+/** How many grants by version a catalog keeps (one per credential in use is plenty). */
+const VERSIONED_GRANTS_KEPT = 10_000
 
 export const makeCapabilityCatalog = (capabilities: ReadonlyArray<string>): CapabilityCatalogShape => {
   const names = new Set(capabilities)
@@ -249,8 +257,19 @@ export const makeCapabilityCatalog = (capabilities: ReadonlyArray<string>): Capa
   // frozen values) cannot change, so its grant is computed once; weak keys, so a list dropped
   // by the store takes its grant with it.
   const frozenGrants = new WeakMap<object, Grant>()
-  const grantOf = (policies: ReadonlyArray<Policy>): Grant => {
-    if (!Object.isFrozen(policies)) return computeGrant(policies)
+  // Grants by version (a PostgreSQL read gives a new list on every request), the oldest
+  // dropped past the bound.
+  const versionedGrants = new Map<string, Grant>()
+  const grantOf = (policies: ReadonlyArray<Policy>, version?: string): Grant => {
+    if (!Object.isFrozen(policies)) {
+      if (version === undefined) return computeGrant(policies)
+      const known = versionedGrants.get(version)
+      if (known !== undefined) return known
+      const grant = computeGrant(policies)
+      if (versionedGrants.size >= VERSIONED_GRANTS_KEPT) versionedGrants.delete(versionedGrants.keys().next().value!)
+      versionedGrants.set(version, grant)
+      return grant
+    }
     const known = frozenGrants.get(policies)
     if (known !== undefined) return known
     const grant = computeGrant(policies)
