@@ -3,6 +3,7 @@
  * only a real database can get wrong (SQL, collation, concurrent writers, several processes).
  */
 import { describe, expect, layer } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Exit, Layer } from "effect"
 import {
   IdLane,
@@ -142,6 +143,25 @@ layer(StoresLive, { excludeTestServices: true, timeout: "60 seconds" })("PgStore
         const exit = yield* Effect.exit(transaction(Effect.zipRight(limiter.hit(checks, 0, 60_000, () => true), Effect.fail("boom"))))
         expect(exit).toEqual(Exit.fail("boom"))
         expect((yield* limiter.hit(checks, 0, 60_000, () => false)).counts).toEqual([{ previous: 0, current: 1 }])
+      }))
+
+    it.effect("a unit of work whose failed statement was caught does not commit: its COMMIT fails, nothing is kept", () =>
+      Effect.gen(function*() {
+        const records = yield* Records
+        const { transaction } = yield* UnitOfWork
+        const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+        const tenant = newTenant()
+        const exit = yield* Effect.exit(transaction(Effect.gen(function*() {
+          yield* records.insert(tenant, "item", "kept_not", { n: 1 })
+          // A failure the caller swallows, with no savepoint to undo it: PostgreSQL aborted the
+          // transaction, and would answer COMMIT with a ROLLBACK that reads as a success.
+          yield* Effect.ignore(sql`SELECT 1 / 0`)
+        })))
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(yield* records.get(tenant, "item", "kept_not")).toBeUndefined()
+        // The connection went back to the pool clean: the next unit of work commits.
+        yield* transaction(records.insert(tenant, "item", "kept", { n: 2 }))
+        expect((yield* records.get(tenant, "item", "kept"))?.data).toEqual({ n: 2 })
       }))
   })
 

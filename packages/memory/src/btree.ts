@@ -9,6 +9,14 @@
  *
  * A tree whose every value is its own key (a set: `add`, the posting lists of `search.ts`)
  * keeps one array per leaf for both, which halves what its leaves weigh.
+ *
+ * Writes may be given an `Edit`: the token of a transaction's work that no one else sees yet.
+ * The nodes a write makes carry its owner and generation, and a later write of the same owner
+ * changes them in place instead of copying them again (what Clojure calls a transient): a
+ * transaction that writes thousands of records into one bucket copies each path once, not once
+ * per record. Nodes of another owner (the committed tree, another transaction's) are copied as
+ * ever, and so are those of a generation at or below the edit's floor: what a savepoint keeps.
+ * An owner must never be passed again once the tree it wrote is shared (published at commit).
  */
 
 /** Nodes visited and keys yielded by seeks and iterations: a test's window on the work a read does. */
@@ -19,11 +27,24 @@ const MIN = 16
 
 export type Compare<K> = (a: K, b: K) => number
 
+/**
+ * The token of a transaction's unpublished work: its nodes may be changed in place, except
+ * those of a generation at or below `floor` (kept by a savepoint). New nodes get `generation`.
+ */
+export interface Edit {
+  readonly owner: object
+  readonly generation: number
+  readonly floor: number
+}
+
 interface Leaf<K, V> {
   readonly leaf: true
   readonly keys: ReadonlyArray<K>
   readonly values: ReadonlyArray<V>
   readonly size: number
+  /** The owner and generation of the `Edit` that made it, if any (see `owns`). */
+  readonly owner?: object | undefined
+  readonly generation?: number | undefined
 }
 
 interface Branch<K, V> {
@@ -32,7 +53,16 @@ interface Branch<K, V> {
   readonly keys: ReadonlyArray<K>
   readonly children: ReadonlyArray<Node<K, V>>
   readonly size: number
+  readonly owner?: object | undefined
+  readonly generation?: number | undefined
 }
+
+/** Whether `edit` may change `node` in place. */
+const owns = (edit: Edit | undefined, node: { readonly owner?: object | undefined; readonly generation?: number | undefined }): boolean =>
+  edit !== undefined && node.owner === edit.owner && node.generation! > edit.floor
+
+/** A node as its owner changes it in place. */
+type Mutable<T> = { -readonly [P in keyof T]: T[P] extends ReadonlyArray<infer A> ? Array<A> : T[P] }
 
 type Node<K, V> = Leaf<K, V> | Branch<K, V>
 
@@ -41,14 +71,16 @@ export interface Tree<K, V> {
   readonly root: Node<K, V>
 }
 
-const leaf = <K, V>(keys: ReadonlyArray<K>, values: ReadonlyArray<V>): Leaf<K, V> => ({
+const leaf = <K, V>(keys: ReadonlyArray<K>, values: ReadonlyArray<V>, edit?: Edit): Leaf<K, V> => ({
   leaf: true,
   keys,
   values,
-  size: keys.length
+  size: keys.length,
+  owner: edit?.owner,
+  generation: edit?.generation
 })
 
-const branch = <K, V>(children: ReadonlyArray<Node<K, V>>): Branch<K, V> => {
+const branch = <K, V>(children: ReadonlyArray<Node<K, V>>, edit?: Edit): Branch<K, V> => {
   let size = 0
   const keys: Array<K> = new Array(children.length)
   for (let i = 0; i < children.length; i++) {
@@ -56,7 +88,7 @@ const branch = <K, V>(children: ReadonlyArray<Node<K, V>>): Branch<K, V> => {
     size += child.size
     keys[i] = child.keys[child.keys.length - 1]!
   }
-  return { leaf: false, keys, children, size }
+  return { leaf: false, keys, children, size, owner: edit?.owner, generation: edit?.generation }
 }
 
 /** One array for the keys and values of an empty leaf, so that a set's first leaf shares it. */
@@ -130,11 +162,13 @@ const replaced = <A>(items: ReadonlyArray<A>, at: number, item: A): Array<A> => 
  * `node` with its child at `at` replaced by `child` (the common case of a write: no split, no
  * merge), without going over every child again for the keys and the size.
  */
-const withChild = <K, V>(node: Branch<K, V>, at: number, child: Node<K, V>): Branch<K, V> => ({
+const withChild = <K, V>(node: Branch<K, V>, at: number, child: Node<K, V>, before: number, edit?: Edit): Branch<K, V> => ({
   leaf: false,
   keys: replaced(node.keys, at, child.keys[child.keys.length - 1]!),
   children: replaced(node.children, at, child),
-  size: node.size - node.children[at]!.size + child.size
+  size: node.size - before + child.size,
+  owner: edit?.owner,
+  generation: edit?.generation
 })
 
 /**
@@ -144,44 +178,98 @@ const withChild = <K, V>(node: Branch<K, V>, at: number, child: Node<K, V>): Bra
  */
 const cutOf = (length: number, at: number): number => (at === length - 1 ? length - (MIN >>> 1) : length >>> 1)
 
-/** The node(s) replacing `node` after setting `key`. */
-const setIn = <K, V>(node: Node<K, V>, key: K, value: V, compare: Compare<K>): ReadonlyArray<Node<K, V>> => {
+/** The node(s) replacing `node` after setting `key`; `node` itself, changed, when `edit` owns it. */
+const setIn = <K, V>(node: Node<K, V>, key: K, value: V, compare: Compare<K>, edit: Edit | undefined): ReadonlyArray<Node<K, V>> => {
+  if (owns(edit, node)) return setInPlace(node, key, value, compare, edit!)
   if (node.leaf) {
     const i = lowerBound(node.keys, key, compare)
     const replace = i < node.keys.length && compare(node.keys[i]!, key) === 0
     const keys = replace ? replaced(node.keys, i, key) : inserted(node.keys, i, key)
     if (shares(node) && (value as unknown) === key) {
       const own = keys as unknown as Array<V>
-      if (keys.length <= MAX) return [leaf(keys, own)]
+      if (keys.length <= MAX) return [leaf(keys, own, edit)]
       const cut = cutOf(keys.length, i)
       const low = keys.slice(0, cut)
       const high = keys.slice(cut)
-      return [leaf(low, low as unknown as Array<V>), leaf(high, high as unknown as Array<V>)]
+      return [leaf(low, low as unknown as Array<V>, edit), leaf(high, high as unknown as Array<V>, edit)]
     }
     const values = replace ? replaced(node.values, i, value) : inserted(node.values, i, value)
-    if (keys.length <= MAX) return [leaf(keys, values)]
+    if (keys.length <= MAX) return [leaf(keys, values, edit)]
     const half = cutOf(keys.length, i)
-    return [leaf(keys.slice(0, half), values.slice(0, half)), leaf(keys.slice(half), values.slice(half))]
+    return [leaf(keys.slice(0, half), values.slice(0, half), edit), leaf(keys.slice(half), values.slice(half), edit)]
   }
   const i = Math.min(lowerBound(node.keys, key, compare), node.children.length - 1)
-  const below = setIn(node.children[i]!, key, value, compare)
-  if (below.length === 1) return [withChild(node, i, below[0]!)]
+  // Its size before: a child `edit` owns is changed in place.
+  const before = node.children[i]!.size
+  const below = setIn(node.children[i]!, key, value, compare, edit)
+  if (below.length === 1) return [withChild(node, i, below[0]!, before, edit)]
   const children = splice(node.children, i, 1, ...below)
-  if (children.length <= MAX) return [branch(children)]
+  if (children.length <= MAX) return [branch(children, edit)]
   const half = cutOf(children.length, i + below.length - 1)
-  return [branch(children.slice(0, half)), branch(children.slice(half))]
+  return [branch(children.slice(0, half), edit), branch(children.slice(half), edit)]
 }
 
-export const set = <K, V>(tree: Tree<K, V>, key: K, value: V): Tree<K, V> => {
-  const nodes = setIn(tree.root, key, value, tree.compare)
-  return { compare: tree.compare, root: nodes.length === 1 ? nodes[0]! : branch(nodes) }
+/** `setIn` on a node `edit` owns: its arrays changed in place; a split adds one new node. */
+const setInPlace = <K, V>(node: Node<K, V>, key: K, value: V, compare: Compare<K>, edit: Edit): ReadonlyArray<Node<K, V>> => {
+  if (node.leaf) {
+    const own = node as Mutable<Leaf<K, V>>
+    const i = lowerBound(own.keys, key, compare)
+    const set = shares(node)
+    if (set && (value as unknown) !== key) {
+      // A set's leaf given a value of its own: it keeps two arrays from now on.
+      own.values = own.keys.slice() as unknown as Array<V>
+    }
+    const two = !shares(own)
+    if (i < own.keys.length && compare(own.keys[i]!, key) === 0) {
+      own.keys[i] = key
+      if (two) own.values[i] = value
+      return [own]
+    }
+    own.keys.splice(i, 0, key)
+    if (two) own.values.splice(i, 0, value)
+    own.size = own.keys.length
+    if (own.keys.length <= MAX) return [own]
+    const cut = cutOf(own.keys.length, i)
+    const highKeys = own.keys.splice(cut)
+    const high = leaf(highKeys, two ? own.values.splice(cut) : highKeys as unknown as Array<V>, edit)
+    own.size = own.keys.length
+    return [own, high]
+  }
+  const own = node as Mutable<Branch<K, V>>
+  const i = Math.min(lowerBound(own.keys, key, compare), own.children.length - 1)
+  const child = own.children[i]!
+  const before = child.size
+  const below = setIn(child, key, value, compare, edit)
+  let grown = -before
+  for (const part of below) grown += part.size
+  own.size += grown
+  if (below.length === 1) {
+    own.children[i] = below[0]!
+    own.keys[i] = below[0]!.keys[below[0]!.keys.length - 1]!
+    return [own]
+  }
+  own.children.splice(i, 1, ...below)
+  own.keys.splice(i, 1, ...below.map((part) => part.keys[part.keys.length - 1]!))
+  if (own.children.length <= MAX) return [own]
+  const cut = cutOf(own.children.length, i + below.length - 1)
+  const high = branch(own.children.splice(cut), edit)
+  own.keys.length = cut
+  own.size -= high.size
+  return [own, high]
+}
+
+/** The tree with `key` set to `value`; with `edit`, the nodes it owns are changed in place. */
+export const set = <K, V>(tree: Tree<K, V>, key: K, value: V, edit?: Edit): Tree<K, V> => {
+  const nodes = setIn(tree.root, key, value, tree.compare, edit)
+  if (nodes.length === 1 && nodes[0] === tree.root) return tree
+  return { compare: tree.compare, root: nodes.length === 1 ? nodes[0]! : branch(nodes, edit) }
 }
 
 /** A set of keys: a tree whose every value is its key (one array per leaf). */
 export type KeySet<K> = Tree<K, K>
 
 /** `set` with `key` as its own value: the set with `key`. */
-export const add = <K>(tree: KeySet<K>, key: K): KeySet<K> => set(tree, key, key)
+export const add = <K>(tree: KeySet<K>, key: K, edit?: Edit): KeySet<K> => set(tree, key, key, edit)
 
 /** `node` without `key` (`undefined` when it is left empty); the same node when `key` is absent. */
 const removeIn = <K, V>(node: Node<K, V>, key: K, compare: Compare<K>): Node<K, V> | undefined => {
@@ -212,7 +300,7 @@ const removeIn = <K, V>(node: Node<K, V>, key: K, compare: Compare<K>): Node<K, 
       return branch(splice(node.children, Math.min(i, j), 2, merged))
     }
   }
-  return withChild(node, i, next)
+  return withChild(node, i, next, child.size)
 }
 
 export const remove = <K, V>(tree: Tree<K, V>, key: K): Tree<K, V> => {

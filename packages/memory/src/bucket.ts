@@ -165,7 +165,8 @@ const changeSearches = (
   searches: ReadonlyMap<string, SearchIndex>,
   id: string,
   before: StoredRecord | undefined,
-  after: StoredRecord | undefined
+  after: StoredRecord | undefined,
+  edit?: BTree.Edit
 ): ReadonlyMap<string, SearchIndex> => {
   if (searches.size === 0) return searches
   const next = new Map<string, SearchIndex>()
@@ -177,7 +178,8 @@ const changeSearches = (
         search,
         id,
         before === undefined ? undefined : fieldOf(before.data, field),
-        after === undefined ? undefined : fieldOf(after.data, field)
+        after === undefined ? undefined : fieldOf(after.data, field),
+        edit
       )
     )
   }
@@ -193,18 +195,20 @@ export const holderOf = (bucket: Bucket | undefined, key: { readonly name: strin
 /**
  * Store `entry` in place of `previous` (same id; `undefined` for a new record). Unique keys
  * must have been checked; `globalKey` names a global key as the store's global index does.
+ * With `edit`, the trees' nodes it owns are changed in place (`btree.ts`).
  */
 export const putEntry = (
   bucket: Bucket,
   entry: Entry,
   previous: Entry | undefined,
-  globalKey: (key: UniqueKey) => string
+  globalKey: (key: UniqueKey) => string,
+  edit?: BTree.Edit
 ): Bucket => {
   const base = previous === undefined ? bucket : dropParts(bucket, previous, globalKey)
   const { record } = entry
   // The search indexes go from the previous text to the new one at once (nothing when the
   // text is unchanged), rather than through a drop and an add.
-  const searches = changeSearches(bucket.searches, record.id, previous?.record, record)
+  const searches = changeSearches(bucket.searches, record.id, previous?.record, record, edit)
   let keys = base.keys
   let globals = base.globals
   for (const unique of entry.uniques) {
@@ -213,9 +217,9 @@ export const putEntry = (
   }
   const indexes = new Map<string, Index>()
   for (const [key, index] of base.indexes) {
-    indexes.set(key, { spec: index.spec, tree: BTree.set(index.tree, indexKey(index.spec, record), entry) })
+    indexes.set(key, { spec: index.spec, tree: BTree.set(index.tree, indexKey(index.spec, record), entry, edit) })
   }
-  return { ...base, rows: BTree.set(base.rows, record.id, entry), keys, globals, indexes, searches }
+  return { ...base, rows: BTree.set(base.rows, record.id, entry, edit), keys, globals, indexes, searches }
 }
 
 export const dropEntry = (bucket: Bucket, entry: Entry, globalKey: (key: UniqueKey) => string): Bucket => ({

@@ -26,7 +26,7 @@ export const memoryStore = (
     const store = yield* makeStore(paths.flatMap((path) => indexesOfPath(path).map((spec) => ({ type: path.type, spec }))))
     const rateLimits = yield* makeRateLimitStore
     // Every write of a counted type keeps its figures (core's `keptFigures()`), in its unit of work.
-    return Context.make(Records, keepingFigures(makeRecords(store), store.transaction, keptFigures())).pipe(
+    return Context.make(Records, keepingFigures(makeRecords(store), store.join, keptFigures())).pipe(
       Context.add(UnitOfWork, UnitOfWork.of({ transaction: store.transaction })),
       Context.add(Idempotency, makeIdempotency(store)),
       Context.add(RateLimitStore, rateLimits)

@@ -118,12 +118,12 @@ export const makeRecords = (store: Store): Records["Type"] => {
       record: { type, id, tenant: { accountId: tenant.accountId, environment: tenant.environment }, revision: 1, data },
       uniques
     })
-    return yield* store.modify<StoredRecord, UniqueViolation>(tenant, type, (bucket, globals) => {
+    return yield* store.modify<StoredRecord, UniqueViolation>(tenant, type, (bucket, globals, edit) => {
       if (lookup(bucket, id) !== undefined) return Either.left(new UniqueViolation({ name: "id" }))
       const taken = takenKey(bucket, globals, entry.record, entry.uniques)
       if (taken !== undefined) return Either.left(new UniqueViolation({ name: taken.name }))
       moveGlobals(globals, type, undefined, entry)
-      return Either.right([entry.record, putEntry(bucket, entry, undefined, globalKeyOf(type))] as const)
+      return Either.right([entry.record, putEntry(bucket, entry, undefined, globalKeyOf(type), edit)] as const)
     })
   })
 
@@ -138,13 +138,15 @@ export const makeRecords = (store: Store): Records["Type"] => {
         uniques: []
       })
     )
-    return yield* store.modify<ReadonlyArray<StoredRecord>, UniqueViolation>(tenant, type, (bucket) => {
-      let next = bucket
+    return yield* store.modify<ReadonlyArray<StoredRecord>, UniqueViolation>(tenant, type, (bucket, _globals, edit) => {
+      // Nothing is kept of a refused call: every id is checked before the first is stored.
+      const ids = new Set<string>()
       for (const entry of entries) {
-        // Nothing is kept of a refused call: the bucket is only replaced on success.
-        if (lookup(next, entry.record.id) !== undefined) return Either.left(new UniqueViolation({ name: "id" }))
-        next = putEntry(next, entry, undefined, globalKeyOf(type))
+        if (ids.has(entry.record.id) || lookup(bucket, entry.record.id) !== undefined) return Either.left(new UniqueViolation({ name: "id" }))
+        ids.add(entry.record.id)
       }
+      let next = bucket
+      for (const entry of entries) next = putEntry(next, entry, undefined, globalKeyOf(type), edit)
       return Either.right([entries.map((entry) => entry.record), next] as const)
     })
   })
@@ -158,7 +160,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
   ) {
     const newData = frozenCopy(data)
     const newUniques = options?.uniques === undefined ? undefined : frozenCopy(options.uniques)
-    return yield* store.modify<StoredRecord, RevisionConflict | UniqueViolation>(tenant, type, (bucket, globals) => {
+    return yield* store.modify<StoredRecord, RevisionConflict | UniqueViolation>(tenant, type, (bucket, globals, edit) => {
       const current = lookup(bucket, id)
       const expected = options?.expectedRevision
       if (current === undefined || (expected !== undefined && current.record.revision !== expected)) {
@@ -171,7 +173,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
       const taken = takenKey(bucket, globals, entry.record, entry.uniques)
       if (taken !== undefined) return Either.left(new UniqueViolation({ name: taken.name }))
       moveGlobals(globals, type, current, entry)
-      return Either.right([entry.record, putEntry(bucket, entry, current, globalKeyOf(type))] as const)
+      return Either.right([entry.record, putEntry(bucket, entry, current, globalKeyOf(type), edit)] as const)
     })
   })
 
@@ -191,7 +193,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
     fields: JsonObject,
     deltas: Readonly<Record<string, number>>
   ) {
-    return yield* store.modify<void, never>(tenant, type, (bucket, globals) => {
+    return yield* store.modify<void, never>(tenant, type, (bucket, globals, edit) => {
       const current = lookup(bucket, id)
       const data: Record<string, Json> = { ...(current?.record.data ?? fields) }
       for (const [name, delta] of Object.entries(deltas)) {
@@ -209,7 +211,7 @@ export const makeRecords = (store: Store): Records["Type"] => {
         uniques: current?.uniques ?? []
       })
       moveGlobals(globals, type, current, entry)
-      return Either.right([undefined, putEntry(bucket, entry, current, globalKeyOf(type))] as const)
+      return Either.right([undefined, putEntry(bucket, entry, current, globalKeyOf(type), edit)] as const)
     })
   })
 

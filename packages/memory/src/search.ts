@@ -80,9 +80,9 @@ export const buildSearch = (
 /**
  * The index after the record `id`'s field went from `before` to `after` (`undefined`: no
  * record): the id leaves the trigrams it no longer holds and joins the new ones. The same
- * index when the lower-cased text is unchanged.
+ * index when the lower-cased text is unchanged, or when `edit` changed it in place.
  */
-export const changeSearch = (index: SearchIndex, id: string, before: unknown, after: unknown): SearchIndex => {
+export const changeSearch = (index: SearchIndex, id: string, before: unknown, after: unknown, edit?: BTree.Edit): SearchIndex => {
   const from = textOf(before)
   const to = textOf(after)
   if (from === to) return index
@@ -98,7 +98,10 @@ export const changeSearch = (index: SearchIndex, id: string, before: unknown, af
   }
   for (const gram of next) {
     if (old.has(gram)) continue
-    grams = BTree.set(grams, gram, BTree.add(BTree.get(grams, gram) ?? noIds, id))
+    const ids = BTree.get(grams, gram)
+    const added = BTree.add(ids ?? noIds, id, edit)
+    // A set changed in place is the value the trigram holds already.
+    if (added !== ids) grams = BTree.set(grams, gram, added, edit)
   }
   return grams === index.grams ? index : { spec: index.spec, grams }
 }

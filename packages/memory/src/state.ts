@@ -24,6 +24,7 @@
 import { Deferred, Effect, Either, Exit, FiberId, FiberRef, HashMap, type Scope } from "effect"
 import type { IdempotencyReceipt, Tenant } from "@syllabus/core"
 import { type Bucket, emptyBucket, type IndexSpec, type Spec, withIndexes } from "./bucket.js"
+import type { Edit } from "./btree.js"
 
 export type { Bucket, Entry } from "./bucket.js"
 
@@ -85,9 +86,11 @@ export interface GlobalKeys {
 
 /**
  * A write of one bucket: a pure function of it (with every index asked for on its type)
- * giving either an error or a result and the next bucket.
+ * giving either an error or a result and the next bucket. `edit`, in a transaction, is the
+ * token of its unpublished work (`btree.ts`): the write may change the nodes it owns in
+ * place, and so must decide an error before it changes anything.
  */
-export type Modify<A, E> = (bucket: Bucket, globals: GlobalKeys) => Either.Either<readonly [A, Bucket], E>
+export type Modify<A, E> = (bucket: Bucket, globals: GlobalKeys, edit: Edit | undefined) => Either.Either<readonly [A, Bucket], E>
 
 export interface Store {
   /** The shared state this fiber sees: its transaction's working copy, else the committed state. */
@@ -95,6 +98,12 @@ export interface Store {
   /** Apply a write of the shared state in the current transaction, or atomically on its own outside of one. */
   readonly write: <A, E>(write: Write<A, E>) => Effect.Effect<A, E>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * The effect in the running transaction as it is (no savepoint: its failure is the
+   * transaction's, and what it wrote stays unless the transaction fails), or in a transaction
+   * of its own outside one. Writes of one savepoint can change what they made in place.
+   */
+  readonly join: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
    * A bucket as this fiber sees it (in a transaction, locked for it), holding the indexes of
    * `specs` (built on first use, then kept by every write to the type).
@@ -135,6 +144,13 @@ interface Tx {
   planning: boolean
   /** Fibers of this transaction waiting for a lock. */
   waiting: number
+  /**
+   * The token of its work (`btree.ts`): the nodes its writes made may be changed in place,
+   * but for those a live savepoint keeps (a generation at or below the floor).
+   */
+  edit: Edit
+  /** The floors of its live savepoints (each the generation when it was taken). */
+  readonly savepoints: Array<number>
   /** Set when it lost a race: what to wait for before the rerun, and the locks it wanted. */
   lost: { readonly wait: Effect.Effect<void>; readonly want: Array<string> } | undefined
   /** Completed when it ends; made by the first that waits for it (most transactions have none). */
@@ -298,6 +314,8 @@ export const makeStore = (
         reserved: new Set(),
         planning: false,
         waiting: 0,
+        edit: { owner: {}, generation: 0, floor: -1 },
+        savepoints: [],
         lost: undefined,
         done: undefined
       }
@@ -325,15 +343,29 @@ export const makeStore = (
   const nested = <A, E, R>(tx: Tx, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.suspend(() => {
       const savepoint = tx.work
-      return Effect.onError(effect, () =>
-        Effect.sync(() => {
-          tx.work = savepoint
-        })
+      // What the savepoint keeps is not changed in place while it lives: the nodes made so far
+      // are at or below the floor; the ones made from now on are of a new generation.
+      const floor = tx.edit.generation
+      tx.savepoints.push(floor)
+      tx.edit = { owner: tx.edit.owner, generation: floor + 1, floor }
+      const release = Effect.sync(() => {
+        tx.savepoints.splice(tx.savepoints.lastIndexOf(floor), 1)
+        tx.edit = { owner: tx.edit.owner, generation: tx.edit.generation, floor: Math.max(-1, ...tx.savepoints) }
+      })
+      return Effect.ensuring(
+        Effect.onError(effect, () =>
+          Effect.sync(() => {
+            tx.work = savepoint
+          })),
+        release
       )
     })
 
   const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.flatMap(openTx, (outer) => (outer !== undefined ? nested(outer, effect) : run(effect, [])))
+
+  const join = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(openTx, (outer) => (outer !== undefined ? effect : run(effect, [])))
 
   const read: Effect.Effect<State> = Effect.map(openTx, (tx) => tx?.work.shared ?? shared)
 
@@ -394,7 +426,7 @@ export const makeStore = (
     }
     let result: Either.Either<readonly [A, Bucket], E>
     try {
-      result = op(start, keys)
+      result = op(start, keys, undefined)
     } catch (error) {
       if (error instanceof Blocked) return undefined
       throw error
@@ -445,7 +477,7 @@ export const makeStore = (
           }
           let result: Either.Either<readonly [A, Bucket], E>
           try {
-            result = op(start, keys)
+            result = op(start, keys, tx.edit)
           } catch (error) {
             if (error instanceof Blocked) return lose(tx, ended(error.by))
             throw error
@@ -502,6 +534,6 @@ export const makeStore = (
       return Array.from(types)
     })
 
-  return { read, write, transaction, bucket, knows, modify, findGlobal, bucketsOfType, typesOf }
+  return { read, write, transaction, join, bucket, knows, modify, findGlobal, bucketsOfType, typesOf }
 })
 

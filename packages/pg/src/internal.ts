@@ -111,6 +111,11 @@ const discard = (conn: Connection): void => {
 const answered = (error: SqlError): boolean =>
   typeof error.cause === "object" && error.cause !== null && typeof (error.cause as { code?: unknown }).code === "string"
 
+const aborted = new SqlError({
+  cause: new Error("COMMIT of a transaction a failed statement aborted: rolled back"),
+  message: "COMMIT refused"
+})
+
 const abandoned = (what: string) =>
   new SqlError({ cause: new Error(`${what}: a statement of the transaction is still outstanding`), message: `${what} skipped` })
 
@@ -146,8 +151,14 @@ const guardedTransaction = (sql: SqlClient.SqlClient, begin: string, queueOn: Fi
     Effect.suspend(() =>
       isBusy(conn)
         ? statement === "ROLLBACK" ? Effect.void : Effect.fail(abandoned(statement))
-        : conn.executeUnprepared(statement, [], undefined).pipe(
+        : conn.executeRaw(statement, []).pipe(
           Effect.tap(() => Effect.sync(() => ended.add(conn))),
+          // A statement of it failed and the caller went on (a store call whose failure was
+          // caught, with no savepoint to undo it): PostgreSQL answers such a COMMIT with
+          // ROLLBACK, no error. The transaction is over, and the unit of work failed.
+          Effect.flatMap((result) =>
+            (result as { readonly command?: unknown }).command === "ROLLBACK" && statement === "COMMIT" ? Effect.fail(aborted) : Effect.void
+          ),
           Effect.tapError((error) => Effect.sync(() => answered(error) && ended.add(conn))),
           Effect.ensuring(unlock(conn)),
           Effect.asVoid

@@ -44,7 +44,7 @@ export class UnitOfWorkDeadline extends Context.Reference<UnitOfWorkDeadline>()(
 const makeUnitOfWork = (
   { queueOn, serializable, transaction, unit }: Pg,
   deadlineMs: number
-): Context.Tag.Service<typeof UnitOfWork> => {
+): Context.Tag.Service<typeof UnitOfWork> & { readonly join: Context.Tag.Service<typeof UnitOfWork>["transaction"] } => {
   /** This process's queue per contended key (a semaphore of one, dropped when nobody waits). */
   const queues = new Map<string, { readonly semaphore: Effect.Semaphore; users: number }>()
   /**
@@ -108,6 +108,15 @@ const makeUnitOfWork = (
         (outer): Effect.Effect<A, E | StoreUnavailable, R> =>
           Option.isSome(outer) ? transaction(effect) : outermost(effect)
       ).pipe(Effect.withSpan("PgUnitOfWork.transaction")),
+    /**
+     * The effect in the running unit of work as it is, without a savepoint (one round trip
+     * less; a failure of it is the unit's), or in a unit of work of its own outside one.
+     */
+    join: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.flatMap(
+        Effect.serviceOption(SqlClient.TransactionConnection),
+        (outer): Effect.Effect<A, E | StoreUnavailable, R> => Option.isSome(outer) ? effect : outermost(effect)
+      ),
     contends: (key: string) =>
       Effect.flatMap(FiberRef.get(unit), (state) =>
         Effect.sync(() => {
@@ -131,7 +140,7 @@ export const PgStore: Layer.Layer<Records | UnitOfWork | Idempotency | RateLimit
     Effect.map(Effect.zip(makePg, UnitOfWorkDeadline), ([pg, deadlineMs]) => {
       const unitOfWork = makeUnitOfWork(pg, deadlineMs)
       // Every write of a counted type keeps its figures (core's `keptFigures()`), in its unit of work.
-      return Context.make(Records, keepingFigures(makeRecords(pg), unitOfWork.transaction, keptFigures())).pipe(
+      return Context.make(Records, keepingFigures(makeRecords(pg), unitOfWork.join, keptFigures())).pipe(
         Context.add(UnitOfWork, unitOfWork),
         Context.add(Idempotency, makeIdempotency(pg)),
         Context.add(RateLimitStore, makeRateLimitStore(pg))

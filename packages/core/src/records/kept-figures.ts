@@ -140,12 +140,14 @@ export const recountFigures = (records: Records["Type"], tenant: Tenant, figures
   })
 
 /**
- * `records` keeping `declared` up to date. `transaction` (the store's unit of work) makes each
- * counted write and its figures one: a write outside a unit of work gets one of its own.
+ * `records` keeping `declared` up to date. `atomically` makes each counted write and its
+ * figures one: the caller's unit of work, joined as it is (no savepoint: a failure of the
+ * write or of its figures is the unit's, which a caller does not recover from), or a unit of
+ * work of its own for a write made outside one.
  */
 export const keepingFigures = (
   records: Records["Type"],
-  transaction: UnitOfWork["Type"]["transaction"],
+  atomically: UnitOfWork["Type"]["transaction"],
   declared: ReadonlyArray<KeptFigures>
 ): Records["Type"] => {
   if (declared.length === 0) return records
@@ -173,17 +175,17 @@ export const keepingFigures = (
     ...records,
     insert: (tenant, type, id, data, uniques) =>
       counted(type)
-        ? transaction(Effect.tap(records.insert(tenant, type, id, data, uniques), (record) =>
+        ? atomically(Effect.tap(records.insert(tenant, type, id, data, uniques), (record) =>
           keep(tenant, type, [{ id, before: undefined, after: record.data }])))
         : records.insert(tenant, type, id, data, uniques),
     insertMany: (tenant, type, rows) =>
       counted(type)
-        ? transaction(Effect.tap(records.insertMany(tenant, type, rows), (inserted) =>
+        ? atomically(Effect.tap(records.insertMany(tenant, type, rows), (inserted) =>
           keep(tenant, type, inserted.map((record) => ({ id: record.id, before: undefined, after: record.data })))))
         : records.insertMany(tenant, type, rows),
     update: (tenant, type, id, data, options) =>
       counted(type)
-        ? transaction(Effect.gen(function* () {
+        ? atomically(Effect.gen(function* () {
           const before: StoredRecord | undefined = yield* records.get(tenant, type, id)
           const after = yield* records.update(tenant, type, id, data, options)
           yield* keep(tenant, type, [{ id, before: before?.data, after: after.data }])
@@ -192,7 +194,7 @@ export const keepingFigures = (
         : records.update(tenant, type, id, data, options),
     remove: (tenant, type, id) =>
       counted(type)
-        ? transaction(Effect.gen(function* () {
+        ? atomically(Effect.gen(function* () {
           const before = yield* records.get(tenant, type, id)
           const removed = yield* records.remove(tenant, type, id)
           if (removed) yield* keep(tenant, type, [{ id, before: before?.data, after: undefined }])
