@@ -33,9 +33,15 @@ export const parameterDeprecations: ReadonlyArray<ParameterDeprecation> = [
   }
 ]
 
+const byOperation = new Map<string, ReadonlyMap<string, ParameterDeprecation>>()
+for (const deprecation of parameterDeprecations) {
+  byOperation.set(deprecation.operationId, new Map([...(byOperation.get(deprecation.operationId) ?? []), [deprecation.parameter, deprecation]]))
+}
+const none: ReadonlyMap<string, ParameterDeprecation> = new Map()
+
 /** The deprecated parameters of an operation, by name. */
 export const deprecatedParametersOf = (operationId: string): ReadonlyMap<string, ParameterDeprecation> =>
-  new Map(parameterDeprecations.filter((d) => d.operationId === operationId).map((d) => [d.parameter, d]))
+  byOperation.get(operationId) ?? none
 
 /**
  * The deprecation a request meets: its operation's, else that of a deprecated query parameter it

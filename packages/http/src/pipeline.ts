@@ -166,14 +166,27 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
   const logRequest = makeRequestLogWriter()
 
   /**
+   * Where a request under `/api/v3` goes: its path (without the query) and its query, and the
+   * route it matches. The query is all after the first `?`: a `?` may appear in it (RFC 3986
+   * §3.4). HEAD is answered as GET without its body (RFC 9110 §9.3.2), on every GET route.
+   */
+  const locate = (request: HttpServerRequest) => {
+    const queryAt = request.url.indexOf("?")
+    const rawPath = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
+    const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
+    const path = rawPath.slice(API_PREFIX.length) || "/"
+    return { rawPath, search, path, match: route(request.method === "HEAD" ? "GET" : request.method, path) }
+  }
+  type Target = ReturnType<typeof locate>
+
+  /**
    * The bound of a request: `requestDeadlineMs`, or `uploadRequestDeadlineMs` for the operations
    * that stream a body or talk to file storage (a raw body, or a handler owning its units of work).
    */
-  const deadlineOf = (request: HttpServerRequest, settings: ServerSettingsShape, outside: boolean): number => {
+  const deadlineOf = (target: Target | undefined, settings: ServerSettingsShape): number => {
     const bound = settings.requestDeadlineMs ?? defaultDeadlines.requestDeadlineMs
-    if (outside) return bound
-    const match = route(request.method, (request.url.split("?", 1)[0] ?? "").slice(API_PREFIX.length) || "/")
-    const long = match._tag === "Found" && (match.operation.rawBody !== undefined || match.operation.unitOfWork === "handler")
+    const match = target?.match
+    const long = match?._tag === "Found" && (match.operation.rawBody !== undefined || match.operation.unitOfWork === "handler")
     if (!long) return bound
     // Unless set, it stays a minute above a part's body deadline (the wire's `partBodyTimeoutMs`).
     return settings.uploadRequestDeadlineMs ??
@@ -181,7 +194,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
   }
 
   /** Steps 2 to 9 of a request; the answer, or the failure to put in the envelope. */
-  const serve = (request: HttpServerRequest, state: RequestState) =>
+  const serve = (request: HttpServerRequest, state: RequestState, { match, path, rawPath, search }: Target) =>
     Effect.gen(function* () {
       const settings = yield* ServerSettings
       const rateConfig = yield* RateLimitConfig
@@ -215,15 +228,9 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         )
       }
 
-      // 4. Route lookup, first: a part upload streams its body to storage after authentication
-      // instead of having it read here, and an event stream negotiates its own media type.
-      // The query is all after the first `?`: a `?` may appear in it (RFC 3986 §3.4).
-      const queryAt = request.url.indexOf("?")
-      const rawPath = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
-      const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
-      const path = rawPath.slice(API_PREFIX.length) || "/"
-      // HEAD is answered as GET without its body (RFC 9110 §9.3.2), on every GET route.
-      const match = route(request.method === "HEAD" ? "GET" : request.method, path)
+      // 4. The route (looked up with the deadline), first: a part upload streams its body to
+      // storage after authentication instead of having it read here, and an event stream
+      // negotiates its own media type.
       if (match._tag === "NotFound") return yield* Effect.fail(apiError("operation_not_catalogued"))
       if (match._tag === "MethodNotAllowed") {
         return yield* Effect.fail(
@@ -240,7 +247,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       }
 
       // The operation's deprecation, or that of a deprecated query parameter sent (deprecations.ts).
-      const deprecation = deprecationOf(settings, operation.id, Object.keys(queryRecord(search)))
+      const deprecation = deprecationOf(settings, operation.id, search === "" ? [] : Object.keys(queryRecord(search)))
       if (deprecation) {
         Object.assign(state.headers, deprecationHeaders(settings, deprecation))
         if ((yield* Clock.currentTimeMillis) >= deprecation.sunsetAt) return yield* Effect.fail(apiError("operation_sunset"))
@@ -438,7 +445,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     // The request's deadline: past it, 503 as for a store that does not answer (for an
     // authenticated write, its audit entry could not be recorded), and what the request was
     // doing is interrupted in the background (an open unit of work rolls back).
-    const deadlineMs = deadlineOf(request, yield* ServerSettings, outside)
+    const target = outside ? undefined : locate(request)
+    const deadlineMs = deadlineOf(target, yield* ServerSettings)
     const deadlineExceeded = (): ApiError => {
       const cause = new Error(`request deadline of ${deadlineMs} ms exceeded`)
       return state.caller !== undefined && isWrite(request.method) ? writeUnavailable(cause) : readUnavailable(cause)
@@ -507,7 +515,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     // fiber for both, which is what a request's bound costs). `served` is its answer before the log.
     let served: Answer | undefined
     const work = Effect.gen(function* () {
-      const answer = served = yield* answerOf(yield* Effect.either(serve(request, state)))
+      const answer = served = yield* answerOf(yield* Effect.either(serve(request, state, target!)))
       if (state.caller === undefined) return answer
       const logged = yield* Effect.either(logRequest(state.caller.tenant, entryOf(state.caller, answer, yield* Clock.currentTimeMillis)))
       return Either.isRight(logged) ? answer : yield* unlogged(answer, logged.left)
@@ -539,7 +547,7 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     const headers: Record<string, string> = {
       ...state.headers,
       // The answer's own headers win: a 429 carries the figures of the scope that refused it.
-      ...Object.fromEntries(Object.entries(extraHeaders).filter(([name]) => name !== NOT_REPLAYABLE_HEADER)),
+      ...withoutInternal(extraHeaders),
       "x-request-id": state.requestId,
       "x-service-release": RELEASE,
       ...(state.replayed ? { "idempotent-replayed": "true" } : {})
@@ -557,6 +565,13 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
     if (body === null) return HttpServerResponse.empty({ status, headers })
     return HttpServerResponse.text(JSON.stringify(body), { status, headers, contentType: "application/json" })
   })
+}
+
+/** An answer's headers without those for the pipeline alone (a recorded reply's marks). */
+const withoutInternal = (headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> => {
+  if (!(NOT_REPLAYABLE_HEADER in headers)) return headers
+  const { [NOT_REPLAYABLE_HEADER]: _, ...rest } = headers
+  return rest
 }
 
 /**
@@ -589,6 +604,7 @@ const asApiError = (error: unknown): ApiError =>
     : apiError("audit_unavailable", { internal: error })
 
 const noQuery = (search: string): Either.Either<Record<string, never>, ApiError> => {
+  if (search === "") return Either.right({})
   const names = [...new Set([...new URLSearchParams(search).keys()])]
   if (names.length === 0) return Either.right({})
   const details: Array<DetailItem> = names.map((parameter) => ({ parameter: storableForm(parameter), code: "unknown_parameter" }))
