@@ -144,6 +144,10 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           expect(yield* records.count(tenant, "item", [], [])).toEqual([{ key: [], count: 1 }])
           const twice = [{ id: "itm_x", data: {} }, { id: "itm_x", data: {} }]
           expect(yield* Effect.flip(records.insertMany(tenant, "item", twice))).toEqual(new UniqueViolation({ name: "id" }))
+          // A few rows (one statement of the PostgreSQL store), one of them taken.
+          const few = [{ id: "itm_a", data: {} }, { id: "itm_taken", data: {} }, { id: "itm_b", data: {} }]
+          expect(yield* Effect.flip(records.insertMany(tenant, "item", few))).toEqual(new UniqueViolation({ name: "id" }))
+          expect(yield* records.count(tenant, "item", [], [])).toEqual([{ key: [], count: 1 }])
           // Inside a unit of work, the refusal leaves the unit's other writes usable.
           const kept = yield* uow.transaction(
             Effect.gen(function* () {

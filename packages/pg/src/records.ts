@@ -18,6 +18,7 @@ import {
   RevisionConflict,
   type SortSpec,
   type StoredRecord,
+  type StoreUnavailable,
   type Tenant,
   type UniqueKey,
   UniqueViolation,
@@ -360,6 +361,12 @@ const insertOrder = (keys: ReadonlyArray<UniqueKey>): ReadonlyArray<UniqueKey> =
     keyId(a) < keyId(b) ? -1 : keyId(a) > keyId(b) ? 1 : 0
   )
 
+/** A statement refused by a unique index (`unique_violation`). */
+const isUniqueViolation = (error: StoreUnavailable): boolean => {
+  const cause = (error.cause as { readonly cause?: { readonly code?: unknown } } | undefined)?.cause
+  return cause?.code === "23505"
+}
+
 export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
   const statements = makeRecordStatements(sql)
   const { columns, filter, json, ofType } = statements
@@ -480,6 +487,21 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       )
     const parts: Array<ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>> = []
     for (let start = 0; start < rows.length; start += insertManyRows) parts.push(rows.slice(start, start + insertManyRows))
+    const outer = yield* Effect.serviceOption(SqlClient.TransactionConnection)
+    if (parts.length === 1 && Option.isNone(outer)) {
+      // One statement outside a unit of work (the request log's group commit): atomic on its
+      // own, so without a transaction (BEGIN and COMMIT would be two round trips more). A taken
+      // id fails the whole statement (no ON CONFLICT here), which inserts nothing.
+      return yield* sql<RecordRow>`${prepared}
+        INSERT INTO records (account_id, environment, type, id, revision, data)
+        SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, row.id, 1, row.data
+        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS row(id text, data jsonb)
+        RETURNING ${columns}`.pipe(
+        unavailable,
+        Effect.catchIf(isUniqueViolation, () => Effect.fail(new UniqueViolation({ name: "id" }))),
+        Effect.map((inserted) => inserted.map(toRecord))
+      )
+    }
     return yield* transaction(Effect.map(Effect.forEach(parts, statement), (inserted) => inserted.flat()))
   })
 
