@@ -87,6 +87,8 @@ const headerValues = (request: HttpServerRequest, name: string): ReadonlyArray<s
   return value === undefined ? [] : value.split(",").map((v) => v.trim()).filter((v) => v !== "")
 }
 
+const noParameters: Readonly<Record<string, string | Array<string>>> = Object.freeze(Object.create(null))
+
 /** Query string → record; `name[]` collects arrays, a repeated plain name is an array too (and fails its schema). */
 const queryRecord = (search: string): Record<string, string | Array<string>> => {
   // No prototype: a parameter named `__proto__` is a name like any other (and unknown).
@@ -247,7 +249,9 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       }
 
       // The operation's deprecation, or that of a deprecated query parameter sent (deprecations.ts).
-      const deprecation = deprecationOf(settings, operation.id, search === "" ? [] : Object.keys(queryRecord(search)))
+      // The query's parameters, parsed once (none without a query).
+      const parameters = search === "" ? noParameters : queryRecord(search)
+      const deprecation = deprecationOf(settings, operation.id, Object.keys(parameters))
       if (deprecation) {
         Object.assign(state.headers, deprecationHeaders(settings, deprecation))
         if ((yield* Clock.currentTimeMillis) >= deprecation.sunsetAt) return yield* Effect.fail(apiError("operation_sunset"))
@@ -313,8 +317,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
         if (value === undefined || !isPublicIdOf(kind, value)) return yield* Effect.fail(apiError("not_found"))
       }
       const query = operation.query
-        ? yield* decodeStrict(operation.query, queryRecord(search), "parameter")
-        : yield* noQuery(search)
+        ? yield* decodeStrict(operation.query, parameters, "parameter")
+        : yield* noQuery(parameters)
       const input = operation.body
         ? yield* decodeStrict(operation.body, body ?? {}, "field")
         : yield* noBody(body)
@@ -603,9 +607,8 @@ const asApiError = (error: unknown): ApiError =>
     ? (error as ApiError)
     : apiError("audit_unavailable", { internal: error })
 
-const noQuery = (search: string): Either.Either<Record<string, never>, ApiError> => {
-  if (search === "") return Either.right({})
-  const names = [...new Set([...new URLSearchParams(search).keys()])]
+const noQuery = (parameters: Readonly<Record<string, unknown>>): Either.Either<Record<string, never>, ApiError> => {
+  const names = Object.keys(parameters)
   if (names.length === 0) return Either.right({})
   const details: Array<DetailItem> = names.map((parameter) => ({ parameter: storableForm(parameter), code: "unknown_parameter" }))
   return Either.left(apiError("unknown_parameter", { details }))

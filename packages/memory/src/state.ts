@@ -397,6 +397,36 @@ export const makeStore = (
     })
 
   /**
+   * The global keys as one write sees them: in `tx` (with what it took or freed so far), or
+   * alone (`undefined`: the committed keys). What the write takes or frees goes to `pending`;
+   * a key another transaction has reserved throws `Blocked`.
+   */
+  const globalKeysOf = (tx: Tx | undefined) => {
+    const pending = new Map<string, Address | null>()
+    const reserved = (name: string) => {
+      const by = reservations.get(name)
+      if (by !== undefined && by !== tx) throw new Blocked(by)
+    }
+    const keys: GlobalKeys = {
+      holder: (name) => {
+        if (pending.has(name)) return pending.get(name) ?? undefined
+        reserved(name)
+        if (tx !== undefined && tx.work.globals.has(name)) return tx.work.globals.get(name) ?? undefined
+        return globals.get(name)
+      },
+      take: (name, at) => {
+        reserved(name)
+        pending.set(name, at)
+      },
+      free: (name) => {
+        reserved(name)
+        pending.set(name, null)
+      }
+    }
+    return { keys, pending }
+  }
+
+  /**
    * A write outside a transaction, applied and published in one synchronous step when nothing
    * holds its bucket or the global keys it takes: what a transaction of its own would do, without
    * one (the request log's append on every call). `undefined` when it must run as a transaction.
@@ -405,25 +435,7 @@ export const makeStore = (
     const key = bucketKey(tenant, type)
     if (lockOwners.has(key)) return undefined
     const start = indexed(undefined, key, committed.get(key) ?? emptyBucket(tenant, type))
-    const pending = new Map<string, Address | null>()
-    const free = (name: string) => {
-      if (reservations.has(name)) throw new Blocked(reservations.get(name)!)
-    }
-    const keys: GlobalKeys = {
-      holder: (name) => {
-        if (pending.has(name)) return pending.get(name) ?? undefined
-        free(name)
-        return globals.get(name)
-      },
-      take: (name, at) => {
-        free(name)
-        pending.set(name, at)
-      },
-      free: (name) => {
-        free(name)
-        pending.set(name, null)
-      }
-    }
+    const { keys, pending } = globalKeysOf(undefined)
     let result: Either.Either<readonly [A, Bucket], E>
     try {
       result = op(start, keys, undefined)
@@ -454,27 +466,7 @@ export const makeStore = (
         Effect.suspend((): Effect.Effect<A, E> => {
           if (tx.lost !== undefined) return lose(tx, Effect.void)
           const start = indexed(tx, key, visible(tx, key) ?? emptyBucket(tenant, type))
-          const pending = new Map<string, Address | null>()
-          const reserved = (name: string) => {
-            const by = reservations.get(name)
-            if (by !== undefined && by !== tx) throw new Blocked(by)
-          }
-          const keys: GlobalKeys = {
-            holder: (name) => {
-              if (pending.has(name)) return pending.get(name) ?? undefined
-              reserved(name)
-              if (tx.work.globals.has(name)) return tx.work.globals.get(name) ?? undefined
-              return globals.get(name)
-            },
-            take: (name, at) => {
-              reserved(name)
-              pending.set(name, at)
-            },
-            free: (name) => {
-              reserved(name)
-              pending.set(name, null)
-            }
-          }
+          const { keys, pending } = globalKeysOf(tx)
           let result: Either.Either<readonly [A, Bucket], E>
           try {
             result = op(start, keys, tx.edit)

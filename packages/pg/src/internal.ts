@@ -43,14 +43,20 @@ export interface Pg {
 // serialization_failure, deadlock_detected: the transaction lost a race and may simply be retried.
 const retryableCodes: ReadonlySet<string> = new Set(["40001", "40P01"])
 
-/** Whether `error` is a `SqlError` caused by a PostgreSQL error worth retrying the transaction for. */
-export const isRetryable = (error: unknown): boolean => {
+/** The SQLSTATE of the PostgreSQL error behind `error` (a `SqlError`, or a `StoreUnavailable` of one), if any. */
+export const sqlStateOf = (error: unknown): string | undefined => {
   const cause = error instanceof StoreUnavailable ? error.cause : error
-  if (!(cause instanceof SqlError)) return false
+  if (!(cause instanceof SqlError)) return undefined
   const code: unknown = typeof cause.cause === "object" && cause.cause !== null && "code" in cause.cause
     ? cause.cause.code
     : undefined
-  return typeof code === "string" && retryableCodes.has(code)
+  return typeof code === "string" ? code : undefined
+}
+
+/** Whether `error` is a `SqlError` caused by a PostgreSQL error worth retrying the transaction for. */
+export const isRetryable = (error: unknown): boolean => {
+  const code = sqlStateOf(error)
+  return code !== undefined && retryableCodes.has(code)
 }
 
 /**

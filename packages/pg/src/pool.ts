@@ -67,16 +67,17 @@ export interface PoolOptions extends Omit<PgClient.PgClientConfig, "url"> {
 }
 
 /**
- * A `PgClient` on a pool of ours, configured as `PgClient.layer` configures its own (the same
- * options), with the first connection opened and checked within `connectTimeout`.
- */
-/**
  * The pool under a client of `pgClientLayer`. The stores send their statements on it (outside a
  * unit of work) without the client's per-statement machinery (`internal.ts`); with a client
  * built elsewhere there is none, and they go through the client.
  */
 export class PgPool extends Context.Tag("@syllabus/pg/PgPool")<PgPool, pg.Pool>() {}
 
+/**
+ * A `PgClient` on a pool of ours, configured as `PgClient.layer` configures its own (the same
+ * options), with the first connection opened and checked within `connectTimeout`; the pool
+ * itself as `PgPool`.
+ */
 export const pgClientLayer = (
   options: PoolOptions
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient | PgPool, SqlError> => {

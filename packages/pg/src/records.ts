@@ -18,7 +18,6 @@ import {
   RevisionConflict,
   type SortSpec,
   type StoredRecord,
-  type StoreUnavailable,
   type Tenant,
   type UniqueKey,
   UniqueViolation,
@@ -27,7 +26,7 @@ import {
 import { type Context, Effect, Option } from "effect"
 import { distinctValues, pagedIn } from "./access-paths.js"
 import { groupKeyExpr, isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
-import { type Pg, tenantOf, toNumber } from "./internal.js"
+import { type Pg, sqlStateOf, tenantOf, toNumber } from "./internal.js"
 import { PREPARED } from "./pool.js"
 import { maintainStream, streamDefaultLeaf, streamOf } from "./streams.js"
 
@@ -361,12 +360,6 @@ const insertOrder = (keys: ReadonlyArray<UniqueKey>): ReadonlyArray<UniqueKey> =
     keyId(a) < keyId(b) ? -1 : keyId(a) > keyId(b) ? 1 : 0
   )
 
-/** A statement refused by a unique index (`unique_violation`). */
-const isUniqueViolation = (error: StoreUnavailable): boolean => {
-  const cause = (error.cause as { readonly cause?: { readonly code?: unknown } } | undefined)?.cause
-  return cause?.code === "23505"
-}
-
 export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
   const statements = makeRecordStatements(sql)
   const { columns, filter, json, ofType } = statements
@@ -470,15 +463,22 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     rows: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>
   ) {
     if (rows.length === 0) return []
-    const statement = (part: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>) =>
+    /**
+     * The rows of `part` in one statement. `alone` (outside a unit of work, the call's only
+     * statement: the request log's group commit) it is atomic on its own and needs no
+     * transaction (BEGIN and COMMIT would be two round trips more): a taken id fails it whole
+     * (`unique_violation`). Inside a transaction a conflict inserts the others, and the
+     * savepoint takes them back.
+     */
+    const statement = (part: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>, alone = false) =>
       sql<RecordRow>`${prepared}
         INSERT INTO records (account_id, environment, type, id, revision, data)
         SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, row.id, 1, row.data
         FROM jsonb_to_recordset(${JSON.stringify(part)}::jsonb) AS row(id text, data jsonb)
-        ON CONFLICT DO NOTHING
+        ${alone ? sql`` : sql`ON CONFLICT DO NOTHING`}
         RETURNING ${columns}`.pipe(
         unavailable,
-        // A conflict inserts the others: fail, and the savepoint takes them back.
+        Effect.catchIf((error) => sqlStateOf(error) === "23505", () => Effect.fail(new UniqueViolation({ name: "id" }))),
         Effect.flatMap((inserted) =>
           inserted.length < part.length
             ? Effect.fail(new UniqueViolation({ name: "id" }))
@@ -487,22 +487,10 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       )
     const parts: Array<ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>> = []
     for (let start = 0; start < rows.length; start += insertManyRows) parts.push(rows.slice(start, start + insertManyRows))
-    const outer = yield* Effect.serviceOption(SqlClient.TransactionConnection)
-    if (parts.length === 1 && Option.isNone(outer)) {
-      // One statement outside a unit of work (the request log's group commit): atomic on its
-      // own, so without a transaction (BEGIN and COMMIT would be two round trips more). A taken
-      // id fails the whole statement (no ON CONFLICT here), which inserts nothing.
-      return yield* sql<RecordRow>`${prepared}
-        INSERT INTO records (account_id, environment, type, id, revision, data)
-        SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, row.id, 1, row.data
-        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS row(id text, data jsonb)
-        RETURNING ${columns}`.pipe(
-        unavailable,
-        Effect.catchIf(isUniqueViolation, () => Effect.fail(new UniqueViolation({ name: "id" }))),
-        Effect.map((inserted) => inserted.map(toRecord))
-      )
+    if (parts.length === 1 && Option.isNone(yield* Effect.serviceOption(SqlClient.TransactionConnection))) {
+      return yield* statement(parts[0]!, true)
     }
-    return yield* transaction(Effect.map(Effect.forEach(parts, statement), (inserted) => inserted.flat()))
+    return yield* transaction(Effect.map(Effect.forEach(parts, (part) => statement(part)), (inserted) => inserted.flat()))
   })
 
   const update = Effect.fnUntraced(function*(

@@ -258,7 +258,6 @@ export const loadCredential = (tenant: Tenant, id: string) =>
 
 const policiesOf = (data: JsonObject): ReadonlyArray<Policy> => (data.policies ?? []) as unknown as ReadonlyArray<Policy>
 
-/** The grant of a stored credential (computed once per stored policy list, see `grantOf`). */
 /** What a stored credential grants: its id and revision name its policies (computed once per revision). */
 export const credentialGrant = (credential: StoredRecord, catalog: CapabilityCatalogShape): Grant =>
   catalog.grantOf(policiesOf(credential.data), `${credential.id}:${credential.revision}`)
