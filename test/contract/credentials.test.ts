@@ -674,9 +674,11 @@ eachStore("credentials", (h) => {
     expectError(await call("GET", "/credentials/current", { headers: { "x-api-key": secret } }), 403, "human_mode_not_allowed")
   })
 
-  it("X-API-Key without a bearer token → 401 human_context_required", async () => {
+  it("X-API-Key without a bearer token → 401 human_context_required, saying the access token is what is missing", async () => {
     const res = await call("GET", "/credentials/current", { headers: { "x-api-key": h().live } })
     expectError(res, 401, "human_context_required")
+    expect(res.body.error.reason).toBe("access_token_missing")
+    expect(res.body.error.message).toContain("Authorization: Bearer")
   })
 
   it("X-API-Key with a credential secret as bearer → 401 ambiguous_credentials", async () => {
@@ -714,7 +716,9 @@ eachStore("credentials", (h) => {
   it("a human_required credential used with only Bearer → 401 human_context_required (§5.1)", async () => {
     const { secret, res } = await issue({ auth_mode: "human_required" })
     expect(res.body.data.auth_mode).toBe("human_required")
-    expectError(await currentWith(secret), 401, "human_context_required")
+    const refused = await currentWith(secret)
+    expectError(refused, 401, "human_context_required")
+    expect(refused.body.error.reason).toBe("credential_requires_human_mode")
   })
 
   // ---------------------------------------------------------------------------------------

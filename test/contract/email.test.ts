@@ -179,7 +179,8 @@ eachStore(
         smtp_code: 550,
         enhanced_code: "5.1.1",
         status: "active",
-        ignored_at: null
+        ignored_at: null,
+        revision: "1"
       })
       expect(typeof row.bounced_at).toBe("string")
       // Suppressed: the address is not mailed again while the bounce is active.
@@ -188,9 +189,10 @@ eachStore(
         expectError(await api(h()).post(`/users/${user.id}/access-emails`, {}), 409, "state_conflict", { reason: "recipient_bounced" })
         // Ignore it (If-Match: a stale revision is 412).
         expectError(await api(h()).patch(`/reports/email-bounces/${row.id}`, { status: "ignored" }, { "if-match": `W/"email_bounce:${row.id}:99"` }), 412, "revision_mismatch")
-        const ignored = await api(h()).patch(`/reports/email-bounces/${row.id}`, { status: "ignored" }, { "if-match": `W/"email_bounce:${row.id}:1"` })
+        // The ETag is built from what the representation shows (§2.1: an editable resource carries `revision`).
+        const ignored = await api(h()).patch(`/reports/email-bounces/${row.id}`, { status: "ignored" }, { "if-match": `W/"email_bounce:${row.id}:${row.revision}"` })
         expect(ignored.status, ignored.text).toBe(200)
-        expect(ignored.body.data).toMatchObject({ id: row.id, status: "ignored" })
+        expect(ignored.body.data).toMatchObject({ id: row.id, status: "ignored", revision: "2" })
         expect(typeof ignored.body.data.ignored_at).toBe("string")
         expect(ignored.headers.get("etag")).toBe(`W/"email_bounce:${row.id}:2"`)
         // Again: no change, no second event.

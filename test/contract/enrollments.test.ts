@@ -182,12 +182,12 @@ eachStore("enrollments", (h) => {
     expect(await eventsOf(h(), data.id, "enrollment.updated")).toHaveLength(2)
   })
 
-  it("PATCH status: active → expired ends access now (event enrollment.expired); expired → active reactivates; other moves are 409", async () => {
+  it("PATCH status: active → expired ends access now (event enrollment.expired); expired → active reactivates; canceled is 422 invalid_transition", async () => {
     const userId = await user(h())
     const productId = await product(h())
     const data = await enroll(h(), { user_id: userId, product_id: productId })
     const path = `/enrollments/${data.id}`
-    expectError(await api(h()).patch(path, { status: "canceled" }), 409, "state_conflict", { reason: "use_cancellations" })
+    expectError(await api(h()).patch(path, { status: "canceled" }), 422, "invalid_transition", { field: "status", reason: "use_cancellations" })
     const ended = await api(h()).patch(path, { status: "expired" })
     expect(ended.status, ended.text).toBe(200)
     expect(ended.body.data.status).toBe("expired")

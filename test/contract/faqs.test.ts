@@ -32,12 +32,19 @@ eachStore("support FAQs", (h) => {
     expect((await client.get(`/events?resource_id=${faq.id}&type=faq.created`)).body.data).toHaveLength(1)
   })
 
-  it("validation: question and answer required; the answer at most 512 KiB (§8.2), the question 1,000 characters; the department must be of the account and not trashed", async () => {
+  it("validation: question and answer required; the answer at most 512 KiB of UTF-8 (§8.2), the question 1,000 characters; the department must be of the account and not trashed", async () => {
     const client = await fresh(h())
     expectError(await client.post("/support/faqs", { answer: "a" }), 422, "validation_failed", { field: "question", code: "required" })
     expectError(await client.post("/support/faqs", { question: "q" }), 422, "validation_failed", { field: "answer", code: "required" })
     expectError(await client.post("/support/faqs", { question: "q", answer: "a".repeat(512 * 1024 + 1) }), 422, "validation_failed", { field: "answer" })
     expect((await client.post("/support/faqs", { question: "q", answer: "a".repeat(512 * 1024) })).status).toBe(201)
+    // A size, in bytes of UTF-8: 204,800 characters of 3 bytes (614,400 bytes) are over it,
+    // 131,072 emoji (4 bytes each, 262,144 UTF-16 units) fill it exactly.
+    const tooLarge = await client.post("/support/faqs", { question: "q", answer: "語".repeat(204_800) })
+    expectError(tooLarge, 422, "validation_failed", { field: "answer", code: "too_long", reason: "utf8_bytes" })
+    expect(tooLarge.body.error.details[0].message).toContain("524288 bytes")
+    expect((await client.post("/support/faqs", { question: "q", answer: "😀".repeat(131_072) })).status).toBe(201)
+    expectError(await client.post("/support/faqs", { question: "q", answer: `${"😀".repeat(131_072)}a` }), 422, "validation_failed", { field: "answer", reason: "utf8_bytes" })
     expectError(await client.post("/support/faqs", { question: "q".repeat(1001), answer: "a" }), 422, "validation_failed", { field: "question" })
     expectError(await client.post("/support/faqs", { question: "q", answer: "a", status: "hidden" }), 422, "validation_failed", { field: "status" })
     expectError(await client.post("/support/faqs", { question: "q", answer: "a", department_id: "dpt_000000001" }), 422, "validation_failed", {
@@ -50,7 +57,7 @@ eachStore("support FAQs", (h) => {
       field: "department_id",
       reason: "not_found"
     })
-    expect((await client.get("/support/faqs")).body.data).toHaveLength(1)
+    expect((await client.get("/support/faqs")).body.data).toHaveLength(2)
   })
 
   it("the order: PUT /support/faqs/order with the exact set; a list by department keeps it; the trash closes the gap and a restored FAQ comes last", async () => {

@@ -50,7 +50,7 @@ eachStore("lesson progress", (h) => {
     const res = await api(h()).put(progressPath(c.enrollment.id, c.a1), { status: "completed" })
     expect(res.status, res.text).toBe(200)
     const row = res.body.data
-    expect(Object.keys(row)).toEqual(["object", "id", "enrollment_id", "lesson_id", "module_id", "status", "percent", "completed_at", "updated_at", "available", "available_at"])
+    expect(Object.keys(row)).toEqual(["object", "id", "enrollment_id", "lesson_id", "module_id", "status", "percent", "completed_at", "updated_at", "revision", "available", "available_at"])
     expect(row).toMatchObject({ object: "lesson_progress", enrollment_id: c.enrollment.id, lesson_id: c.a1, module_id: c.moduleA, status: "completed", percent: 100, available: true, available_at: null })
     expect(row.id).toMatch(/^lpr_[0-9A-Za-z]{9}$/)
     expect(row.completed_at).not.toBeNull()
@@ -92,6 +92,35 @@ eachStore("lesson progress", (h) => {
     expect(a2).toMatchObject({ lesson_id: c.a2, completed_at: "2026-01-01T03:00:00.000Z" })
   })
 
+  it("revision and If-Match (§2.1, §4.1): each write of a lesson's progress a new revision and ETag; a stale If-Match, another row's, or one before any progress is 412 and writes nothing", async () => {
+    const c = await course(h())
+    const path = progressPath(c.enrollment.id, c.a1)
+    // Never recorded: the row shows no revision, and no If-Match can match it.
+    const before = (await api(h()).get(`/enrollments/${c.enrollment.id}/progress`)).body.data.lessons.find((l: any) => l.lesson_id === c.a1)
+    expect(before).toMatchObject({ id: null, revision: null })
+    expectError(await api(h()).put(path, { percent: 10 }, { "if-match": `W/"lesson_progress:lpr_000000001:1"` }), 412, "revision_mismatch")
+    const first = await api(h()).put(path, { percent: 10 })
+    expect(first.status, first.text).toBe(200)
+    expect(first.body.data.revision).toBe("1")
+    const etag = first.headers.get("etag")
+    expect(etag).toBe(`W/"lesson_progress:${first.body.data.id}:1"`)
+    const second = await api(h()).put(path, { percent: 20 }, { "if-match": etag! })
+    expect(second.status, second.text).toBe(200)
+    expect(second.body.data.revision).toBe("2")
+    expect(second.headers.get("etag")).toBe(`W/"lesson_progress:${first.body.data.id}:2"`)
+    // The first ETag is stale now: 412, and nothing changes.
+    expectError(await api(h()).put(path, { percent: 90 }, { "if-match": etag! }), 412, "revision_mismatch")
+    // Another lesson's ETag, at the same revision, does not match this one.
+    const other = await api(h()).put(progressPath(c.enrollment.id, c.a2), { percent: 5 })
+    await api(h()).put(progressPath(c.enrollment.id, c.a2), { percent: 6 })
+    expectError(await api(h()).put(path, { percent: 90 }, { "if-match": `W/"lesson_progress:${other.body.data.id}:2"` }), 412, "revision_mismatch")
+    expectError(await api(h()).put(path, { percent: 90 }, { "if-match": "not-an-etag" }), 400, "if_match_invalid")
+    const row = (await api(h()).get(`/enrollments/${c.enrollment.id}/progress`)).body.data.lessons.find((l: any) => l.lesson_id === c.a1)
+    expect(row).toMatchObject({ percent: 20, revision: "2" })
+    // `*` matches any recorded progress.
+    expect((await api(h()).put(path, { percent: 30 }, { "if-match": "*" })).body.data.revision).toBe("3")
+  })
+
   it("the body is checked: percent 0..100, status and percent agree, completed_at only when completed and not in the future", async () => {
     const c = await course(h())
     const path = progressPath(c.enrollment.id, c.a1)
@@ -118,7 +147,10 @@ eachStore("lesson progress", (h) => {
     expectError(await api(h()).put(progressPath(c.enrollment.id, other.a1), { status: "completed" }), 404, "not_found")
     expectError(await api(h()).put(progressPath(c.enrollment.id, "les_000000001"), { status: "completed" }), 404, "not_found")
     expectError(await api(h()).put(progressPath("enr_000000001", c.a1), { status: "completed" }), 404, "not_found")
-    expectError(await api(h()).put(progressPath(c.enrollment.id, c.draft), { status: "completed" }), 409, "state_conflict", { reason: "lesson_not_published" })
+    const unpublished = await api(h()).put(progressPath(c.enrollment.id, c.draft), { status: "completed" })
+    expectError(unpublished, 409, "state_conflict", { reason: "lesson_not_published" })
+    // The message says how a lesson gets published: with its module.
+    expect(unpublished.body.error.message).toContain("/modules/<module_id>/publications")
     expect((await api(h()).post(`/enrollments/${c.enrollment.id}/cancellations`)).status).toBe(200)
     expectError(await api(h()).put(progressPath(c.enrollment.id, c.a1), { status: "completed" }), 409, "state_conflict", { reason: "enrollment_not_active" })
     expectError(await api(h()).put(progressPath(other.enrollment.id, other.a1), { status: "completed" }, { "idempotency-key": "not a key!" }), 422, "idempotency_key_invalid")
@@ -140,7 +172,7 @@ eachStore("lesson progress", (h) => {
     expect(data.lessons.map((l: { lesson_id: string }) => l.lesson_id)).toEqual([c.b1, c.a2, c.a1])
     expect(data.lessons[0]).toEqual({
       object: "lesson_progress", id: null, enrollment_id: c.enrollment.id, lesson_id: c.b1, module_id: c.moduleB,
-      status: "not_started", percent: 0, completed_at: null, updated_at: null, available: true, available_at: null
+      status: "not_started", percent: 0, completed_at: null, updated_at: null, revision: null, available: true, available_at: null
     })
     expect(data.lessons[1]).toMatchObject({ status: "in_progress", percent: 10 })
     expect(data.page).toEqual({ limit: 50, next_cursor: null, prev_cursor: null })

@@ -106,6 +106,19 @@ eachStore("described resources", (h) => {
     expectError(badStatus, 422, "validation_failed", { parameter: "status" })
   })
 
+  it("§8.2's plain text limit is 64 KiB of UTF-8, whatever the script; a name's own limit counts characters", async () => {
+    // 16,384 emoji are 65,536 bytes: they fit; 21,846 Cyrillic letters are 43,692 bytes: they fit too.
+    const fits = await api(h()).post("/showcases", { name: "Ж".repeat(200), description: "😀".repeat(16_384) })
+    expect(fits.status, fits.text.slice(0, 300)).toBe(201)
+    expect((await api(h()).post("/showcases", { name: "Cyrillic", description: "Ж".repeat(21_846) })).status).toBe(201)
+    // 32,769 two-byte letters are 65,538 bytes (UTF-16 would count 32,769): too large.
+    expectError(await api(h()).post("/showcases", { name: "n", description: "Ж".repeat(32_769) }), 422, "validation_failed", {
+      field: "description",
+      code: "too_long",
+      reason: "utf8_bytes"
+    })
+  })
+
   it("limits of §8.2: a name over its length, plain text over 64 KiB → 422 itemized", async () => {
     const res = await api(h()).post("/showcases", { name: "n".repeat(201), description: "d".repeat(64 * 1024 + 1) })
     expectError(res, 422, "validation_failed", { field: "name", code: "too_long" })

@@ -91,6 +91,10 @@ eachStore("support tickets", (h) => {
     expectError(await api(h()).post("/support/tickets", { subject: "s", message: { text: "x" } }), 422, "validation_failed", { field: "user_id", code: "required" })
     expectError(await api(h()).post("/support/tickets", { subject: "s", user_id: user.id }), 422, "validation_failed", { field: "message", code: "required" })
     expectError(await api(h()).post("/support/tickets", { subject: "s", user_id: user.id, message: {} }), 422, "validation_failed", { field: "message.text", code: "required" })
+    // A string where an object is expected: the item says which object.
+    const plain = await api(h()).post("/support/tickets", { subject: "s", user_id: user.id, message: "hello" })
+    expectError(plain, 422, "validation_failed", { field: "message", code: "invalid_type" })
+    expect(plain.body.error.details[0].message).toContain("an object { text }")
     const big = "a".repeat(512 * 1024 + 1)
     expectError(await api(h()).post("/support/tickets", { subject: "s", user_id: user.id, message: { text: big } }), 422, "validation_failed", { field: "message.text" })
     const fits = await api(h()).post("/support/tickets", { subject: "s", user_id: user.id, message: { text: "a".repeat(512 * 1024) } })

@@ -7,7 +7,9 @@
  *   generated descriptions ("a string at most 200 character(s) long": the keywords say it);
  * - the pattern of its prefix on each public ID (§2.2, `records/ids.ts`): the `id` of a
  *   resource whose `object` names an ID kind, and every `<kind>_id` property;
- * - `x-extensible` on every enum, as §9 classifies them.
+ * - `x-extensible` on every enum, as §9 classifies them;
+ * - on a text whose limit is a size (`x-max-utf8-bytes`, records/schema.ts `Text`), that size
+ *   said in its description: JSON Schema's `maxLength` counts characters.
  */
 import { ID_BODY_LENGTH, type IdKind, idPrefixes, type Json, type JsonObject } from "@syllabus/core"
 
@@ -109,6 +111,11 @@ export const applySchemaRules = (schema: Json, owner: string, property = ""): Js
     } else {
       out[key] = value
     }
+  }
+  const maxBytes = out["x-max-utf8-bytes"]
+  if (typeof maxBytes === "number") {
+    const size = `At most ${maxBytes.toLocaleString("en-US")} bytes of UTF-8 (a character takes 1 to 4), else 422 \`too_long\` (reason \`utf8_bytes\`).`
+    out.description = typeof out.description === "string" ? `${out.description} ${size}` : size
   }
   if (Array.isArray(out.enum) && out["x-extensible"] === undefined) {
     out["x-extensible"] = !isClosed(owner, property, out.enum)

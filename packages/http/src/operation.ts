@@ -32,6 +32,8 @@ export interface HandlerInput<Q, B> {
   readonly body: B
   /** The revision named by `If-Match`; `undefined` when absent or `*`. */
   readonly expectedRevision: number | undefined
+  /** The record ID `If-Match` names, on an operation whose ETag names a record its path does not (`ifMatchNamesRecord`). */
+  readonly expectedRecordId?: string | undefined
   /** The request body as it arrives, for operations with `rawBody` (read it at most once). */
   readonly raw: Stream.Stream<Uint8Array, ApiError<"http_error">>
   /** The request headers, names in lower case (for the conditions of a download: `Range`, `If-None-Match`, `If-Range`). */
@@ -92,6 +94,12 @@ export interface Operation<QS extends AnySchema = AnySchema, BS extends AnySchem
   readonly ifMatch?: string
   /** The resource ID named in those ETags when the path has none (a settings group); else the path's last parameter. */
   readonly ifMatchId?: string
+  /**
+   * The ETag names a record by its own ID, which the path does not hold (a lesson's progress
+   * of an enrollment, addressed by the enrollment and the lesson): the pipeline checks the
+   * type, the handler compares the ID (`expectedRecordId`) with the record it writes.
+   */
+  readonly ifMatchNamesRecord?: true
   readonly sandboxOnly?: boolean
   readonly success: {
     readonly status: number

@@ -134,18 +134,18 @@ export const decodeStrict = <S extends Schema.Schema.AnyNoContext>(
   return Either.left(apiError("validation_failed", { details }))
 }
 
-const parseIfMatch = (
-  values: ReadonlyArray<string>,
-  type: string,
-  id: string | undefined
-): Either.Either<number | undefined, ApiError> => {
+/** What `If-Match` names: nothing (absent or `*`), or a revision of a record. */
+type Expected = { readonly revision: number; readonly id: string } | undefined
+
+/** `id`: the ID the ETag must name; `undefined` when the handler checks it (`ifMatchNamesRecord`). */
+const parseIfMatch = (values: ReadonlyArray<string>, type: string, id: string | undefined): Either.Either<Expected, ApiError> => {
   if (values.length === 0) return Either.right(undefined)
   const joined = values.join(",")
   if (joined === "*") return Either.right(undefined)
   const match = ifMatchPattern.exec(joined)
   if (!match) return Either.left(apiError("if_match_invalid", { details: [{ parameter: "If-Match", code: "if_match_invalid" }] }))
   if (match[1] !== type || (id !== undefined && match[2] !== id)) return Either.left(apiError("revision_mismatch"))
-  return Either.right(Number(match[3]))
+  return Either.right({ revision: Number(match[3]), id: match[2]! })
 }
 
 const replyToRecorded = (reply: Reply): RecordedResponse => ({
@@ -328,8 +328,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
       state.idempotencyKey = key ?? null
       // If-Match only means something on operations that write a revisioned resource; elsewhere it is ignored.
       // The ETag names the resource of the path: its last parameter.
-      const resourceId = operation.ifMatchId ?? Object.values(match.params).at(-1)
-      const expectedRevision =
+      const resourceId = operation.ifMatchNamesRecord ? undefined : (operation.ifMatchId ?? Object.values(match.params).at(-1))
+      const expected =
         operation.ifMatch === undefined
           ? undefined
           : yield* parseIfMatch(headerValues(request, "if-match"), operation.ifMatch, resourceId)
@@ -354,7 +354,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
           path: match.params,
           query,
           body: input,
-          expectedRevision,
+          expectedRevision: expected?.revision,
+          expectedRecordId: operation.ifMatchNamesRecord ? expected?.id : undefined,
           raw: Stream.suspend(() => bodyStream(request, settings.partBodyTimeoutMs)),
           headers: request.headers
         })

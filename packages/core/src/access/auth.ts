@@ -134,7 +134,9 @@ export const authenticate = (
       if (secret === undefined) return yield* Effect.fail(apiError("unauthenticated"))
       const credential = yield* credentialOfSecret(secret)
       yield* checkCredentialState(credential)
-      if (credential.data.auth_mode === "human_required") return yield* Effect.fail(apiError("human_context_required"))
+      if (credential.data.auth_mode === "human_required") {
+        return yield* Effect.fail(apiError("human_context_required", { reason: "credential_requires_human_mode" }))
+      }
       return callerOf(credential, requestId, null, catalog)
     }
 
@@ -143,7 +145,9 @@ export const authenticate = (
     yield* checkCredentialState(credential)
     if (credential.data.auth_mode === "autonomous") return yield* Effect.fail(apiError("human_mode_not_allowed"))
     const token = authorization === undefined ? undefined : bearerOf(authorization)
-    if (token === undefined) return yield* Effect.fail(apiError("human_context_required"))
+    // `X-API-Key` asks for human mode: what is missing is the administrator's token (the
+    // credential itself may well be usable alone, as the bearer of an autonomous call).
+    if (token === undefined) return yield* Effect.fail(apiError("human_context_required", { reason: "access_token_missing" }))
     if (secretPattern.test(token)) return yield* Effect.fail(apiError("ambiguous_credentials"))
     if (!looksLikeJwt(token)) return yield* Effect.fail(apiError("invalid_access_token"))
     const tokens = yield* AccessTokens

@@ -13,8 +13,10 @@
  *   `POST /enrollments/{id}/cancellations` ends it (`canceled`, final).
  * - PATCH changes `expires_at` and `status`: `active` → `expired` (ends access now),
  *   `expired` → `active` (reactivation: needs no other active enrollment and an expiry that is
- *   null or in the future). Anything else is 409 `state_conflict` with a reason
- *   (`use_cancellations`, `enrollment_canceled`, `expires_at_passed`).
+ *   null or in the future). `canceled` is not a change of status (422 `invalid_transition` on
+ *   `status`, reason `use_cancellations`, as every unavailable state change of the API); a
+ *   canceled enrollment cannot change at all, and a reactivation past the expiry cannot
+ *   happen (409 `state_conflict`: `enrollment_canceled`, `expires_at_passed`).
  * - Expiry by the clock: the housekeeping (`expireDueEnrollments`, every minute in every
  *   process and in each retention pass) turns due active enrollments `expired`, with the
  *   event `enrollment.expired`. Reads show the stored status, so filters and reads always
@@ -186,7 +188,7 @@ export const enrollments: ResourceDefinition = defineResource({
       const from = String(current.status)
       const to = patch.status ?? from
       if (from === "canceled") return yield* Effect.fail(apiError("state_conflict", { reason: "enrollment_canceled" }))
-      if (to === "canceled") return yield* Effect.fail(apiError("state_conflict", { reason: "use_cancellations" }))
+      if (to === "canceled") return yield* Effect.fail(fieldError("invalid_transition", "status", { reason: "use_cancellations" }))
       let expiresAt = current.expires_at as string | null
       if (patch.expires_at !== undefined) {
         expiresAt = patch.expires_at === null ? null : normalize(patch.expires_at)
@@ -228,7 +230,7 @@ export const enrollments: ResourceDefinition = defineResource({
   replacedRoutes: ["list", "get", "create", "update", "delete"],
   // Never removed (canceled or expired instead): no DELETE, no `enrollments.delete` capability or batch.
   writes: ["create", "update"],
-  writeErrors: ["state_conflict"],
+  writeErrors: ["state_conflict", "invalid_transition"],
   filters: {
     user_id: equalsFilter("user_id", PublicId("user"), "Enrollments of this user."),
     "product_id[]": productIdsFilter,

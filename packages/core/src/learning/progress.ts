@@ -55,9 +55,13 @@ export const lessonProgressFields = [
   "percent",
   "completed_at",
   "updated_at",
+  "revision",
   "available",
   "available_at"
 ] as const
+
+/** The ETag of a lesson's recorded progress (§2.1), the one `If-Match` of its PUT takes. */
+export const lessonProgressEtag = (row: JsonObject) => `W/"${LESSON_PROGRESS_TYPE}:${String(row.id)}:${String(row.revision)}"`
 
 /** The body of the PUT. */
 export const LessonProgressInput = Schema.Struct({
@@ -140,6 +144,7 @@ const rowOf = (enrollmentId: string, lesson: StoredRecord, progress: StoredRecor
       percent: progress?.data.percent ?? 0,
       completed_at: progress?.data.completed_at ?? null,
       updated_at: progress?.data.updated_at ?? null,
+      revision: progress === undefined ? null : String(progress.revision),
       ...availability
     },
     lessonProgressFields
@@ -197,11 +202,24 @@ const nextProgress = (current: JsonObject | undefined, body: LessonProgressInput
     return { status, percent, completed_at: null }
   })
 
+/** What `If-Match` named: the progress record (its own ID: the path names the enrollment and the lesson) and its revision. */
+export interface ExpectedProgress {
+  readonly id: string | undefined
+  readonly revision: number | undefined
+}
+
 /**
  * `PUT /enrollments/{enrollment_id}/progress/lessons/{lesson_id}`: set one lesson's progress
  * and, in the same unit of work, the enrollment's `progress_percent` and `completed_at`.
+ * With `If-Match`, the recorded progress must be the one it names, at that revision (a lesson
+ * without recorded progress matches none: 412).
  */
-export const putLessonProgress = Effect.fn("Progress.put")(function* (enrollmentId: string, lessonId: string, body: LessonProgressInput) {
+export const putLessonProgress = Effect.fn("Progress.put")(function* (
+  enrollmentId: string,
+  lessonId: string,
+  body: LessonProgressInput,
+  expected: ExpectedProgress = { id: undefined, revision: undefined }
+) {
   const caller = yield* Caller
   const records = yield* Records
   const now = yield* Clock.currentTimeMillis
@@ -213,6 +231,9 @@ export const putLessonProgress = Effect.fn("Progress.put")(function* (enrollment
   if (lesson.data.status !== "published") return yield* Effect.fail(apiError("state_conflict", { reason: "lesson_not_published" }))
   const key = `${enrollmentId}:${lessonId}`
   const existing = yield* records.findUnique(caller.tenant, LESSON_PROGRESS_TYPE, { name: PROGRESS_KEY, value: key }).pipe(Effect.mapError(readUnavailable))
+  if (expected.revision !== undefined && (existing === undefined || existing.id !== expected.id || existing.revision !== expected.revision)) {
+    return yield* Effect.fail(apiError("revision_mismatch"))
+  }
   const next = yield* nextProgress(existing?.data, body, now)
   const at = formatTimestamp(now)
   let saved: StoredRecord

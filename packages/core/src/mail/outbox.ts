@@ -102,7 +102,8 @@ export const emailBounceFields = [
   "diagnostic",
   "status",
   "bounced_at",
-  "ignored_at"
+  "ignored_at",
+  "revision"
 ] as const
 
 /** The indexes of the outbox: the due-time queue across tenants, a user's messages, the bounces report. */
@@ -131,9 +132,10 @@ export const emailMessageView = (record: StoredRecord | JsonObject, caller: Call
 }
 
 /** The representation of a bounce: `email` is personal data. */
-export const emailBounceView = (record: StoredRecord | JsonObject, caller: CallerInfo | null): JsonObject => {
-  const data = "data" in record && typeof record.data === "object" ? (record as StoredRecord).data : (record as JsonObject)
-  const view = inOrder(data, emailBounceFields)
+export const emailBounceView = (record: StoredRecord, caller: CallerInfo | null): JsonObject => {
+  const data = record.data
+  // `revision` is the one its ETag names (§2.1: what `If-Match` of the PATCH compares).
+  const view = inOrder({ ...data, revision: String(record.revision) }, emailBounceFields)
   return { ...view, email: caller !== null && personalFor(caller.grant, data.user_id) ? (view.email ?? null) : null }
 }
 

@@ -8,7 +8,7 @@ import { Caller } from "../access/context.js"
 import { type ApiError, apiError, type DetailItem, readUnavailable } from "../errors/errors.js"
 import { type Json, type JsonObject, Records, type StoredRecord, type Tenant, type Where } from "../ports/store.js"
 import { defineResource, ruleViolation } from "../records/resource.js"
-import { Bool, Enum, Integer, List, PLAIN_TEXT_MAX, Text } from "../records/schema.js"
+import { Bool, Enum, fitsUtf8, Integer, List, PLAIN_TEXT_MAX, Text } from "../records/schema.js"
 
 
 /** Every record of a type in a tenant, in `id` order (sets bounded by the account: fields, a user's links). */
@@ -131,7 +131,7 @@ const valueProblem = (type: FieldType, options: ReadonlyArray<string>, value: Js
   switch (type) {
     case "text":
       if (typeof value !== "string") return { code: "invalid_type", params: { expected: "string" } }
-      return value.length > PLAIN_TEXT_MAX ? { code: "too_long", params: { max: PLAIN_TEXT_MAX } } : undefined
+      return fitsUtf8(value, PLAIN_TEXT_MAX) ? undefined : { code: "too_long", reason: "utf8_bytes", params: { max: PLAIN_TEXT_MAX } }
     case "number":
       return typeof value === "number" && Number.isFinite(value) ? undefined : { code: "invalid_type", params: { expected: "number" } }
     case "date":

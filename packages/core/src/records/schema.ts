@@ -11,19 +11,61 @@ import { parseTimestamp } from "./time.js"
 const coded = (code: DetailCode, params: Record<string, string | number> = {}) =>
   [code, ...Object.entries(params).map(([k, v]) => `${k}=${v}`)].join("|")
 
-/** §8.2: plain text fields hold at most 64 KiB, rich text 512 KiB. */
+/** §8.2: plain text fields hold at most 64 KiB, rich text 512 KiB: sizes, in bytes of UTF-8. */
 export const PLAIN_TEXT_MAX = 64 * 1024
 export const RICH_TEXT_MAX = 512 * 1024
 /** §8.2: arrays hold at most 1,000 items. */
 export const ARRAY_MAX = 1000
 
-export const Text = (options: { readonly min?: number; readonly max?: number } = {}) => {
+/**
+ * The size of a string once encoded in UTF-8, counted without encoding it (a lone surrogate
+ * counts as the 3 bytes of the U+FFFD that replaces it).
+ */
+export const utf8Length = (text: string): number => {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x80) bytes += 1
+    else if (unit < 0x800) bytes += 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+/** Whether a string fits in `maxBytes` of UTF-8; one UTF-16 unit never takes more than 3 bytes, so most strings need no count. */
+export const fitsUtf8 = (text: string, maxBytes: number): boolean => text.length * 3 <= maxBytes || utf8Length(text) <= maxBytes
+
+/**
+ * The item of a text over a size limit of §8.2: `too_long` with reason `utf8_bytes`, so that
+ * its message says bytes, not characters.
+ */
+export const tooLarge = (maxBytes: number) => coded("too_long", { max: maxBytes, reason: "utf8_bytes" })
+
+/**
+ * A text field. With `max`, a length of our own in characters (a name, a URL). Without it, a
+ * plain text field of §8.2 (`sizeInBytes` for another size, as rich text): at most that many
+ * bytes of UTF-8, whatever the script (`maxLength` in the description is the same figure, a
+ * bound no accepted value exceeds in characters; `x-max-utf8-bytes` says the rule).
+ */
+export const Text = (options: { readonly min?: number; readonly max?: number; readonly sizeInBytes?: number } = {}) => {
   const min = options.min ?? 0
-  const max = options.max ?? PLAIN_TEXT_MAX
-  return Schema.String.annotations({ message: () => coded("invalid_type", { expected: "string" }) }).pipe(
-    Schema.filter((s) => s.length >= min || coded(min === 1 ? "required" : "too_short", { min })),
-    Schema.filter((s) => s.length <= max || coded("too_long", { max })),
-    Schema.annotations({ jsonSchema: { minLength: min, maxLength: max } })
+  const string = Schema.String.annotations({ message: () => coded("invalid_type", { expected: "string" }) }).pipe(
+    Schema.filter((s) => s.length >= min || coded(min === 1 ? "required" : "too_short", { min }))
+  )
+  if (options.max !== undefined) {
+    const max = options.max
+    return string.pipe(
+      Schema.filter((s) => s.length <= max || coded("too_long", { max })),
+      Schema.annotations({ jsonSchema: { minLength: min, maxLength: max } })
+    )
+  }
+  const maxBytes = options.sizeInBytes ?? PLAIN_TEXT_MAX
+  return string.pipe(
+    Schema.filter((s) => fitsUtf8(s, maxBytes) || tooLarge(maxBytes)),
+    Schema.annotations({ jsonSchema: { minLength: min, maxLength: maxBytes, "x-max-utf8-bytes": maxBytes } })
   )
 }
 
@@ -39,7 +81,7 @@ export const SingleLineText = (options: { readonly min?: number; readonly max?: 
   Text(options).pipe(Schema.filter((s) => !CONTROL_CHARACTERS.test(s) || coded("invalid_value", { reason: "invalid_characters" })))
 
 /** A rich-text field (HTML or serialized blocks): at most 512 KiB (§8.2). */
-export const RichText = (options: { readonly min?: number } = {}) => Text({ min: options.min ?? 0, max: RICH_TEXT_MAX })
+export const RichText = (options: { readonly min?: number } = {}) => Text({ min: options.min ?? 0, sizeInBytes: RICH_TEXT_MAX })
 
 export const Integer = (options: { readonly min: number; readonly max: number }) =>
   Schema.Number.annotations({ message: () => coded("invalid_type", { expected: "integer" }) }).pipe(
@@ -105,24 +147,51 @@ const literalValues = (ast: SchemaAST.AST): ReadonlyArray<string> | undefined =>
   return literals.length > 0 && others.length === 0 ? literals.map((l) => String(l.literal)) : undefined
 }
 
-/** For every path where a value failed a union of literals, the values it could have been. */
-const allowedByPath = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Map<string, ReadonlyArray<string>>) => {
+/**
+ * The object a schema expects, as a client reads it (`an object { text }`, its required fields
+ * first), when the schema is one (maybe optional or nullable); `undefined` for any other.
+ */
+const expectedObject = (ast: SchemaAST.AST): string | undefined => {
+  const members: ReadonlyArray<SchemaAST.AST> = SchemaAST.isUnion(ast) ? ast.types : [ast]
+  const objects = members.filter((m): m is SchemaAST.TypeLiteral => SchemaAST.isTypeLiteral(m))
+  const others = members.filter((m) => !SchemaAST.isTypeLiteral(m) && !SchemaAST.isUndefinedKeyword(m) && !(SchemaAST.isLiteral(m) && m.literal === null))
+  const [object] = objects
+  if (object === undefined || objects.length > 1 || others.length > 0 || object.propertySignatures.length === 0) return undefined
+  const names = [...object.propertySignatures]
+    .sort((a, b) => Number(a.isOptional) - Number(b.isOptional))
+    .map((p) => `${String(p.name)}${p.isOptional ? "?" : ""}`)
+  return `an object { ${names.join(", ")} }`
+}
+
+/** What the schema at each failing path expected: the values of a union of literals, or the shape of an object. */
+interface Expected {
+  readonly allowed: Map<string, ReadonlyArray<string>>
+  readonly objects: Map<string, string>
+}
+
+const expectedByPath = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Expected) => {
   switch (issue._tag) {
     case "Pointer":
-      allowedByPath(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path as PropertyKey])], out)
+      expectedByPath(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path as PropertyKey])], out)
       return
     case "Composite":
     case "Type": {
+      const where = pathText(path)
       const values = literalValues(issue.ast)
-      if (values !== undefined && !out.has(pathText(path))) out.set(pathText(path), values)
+      if (values !== undefined && !out.allowed.has(where)) out.allowed.set(where, values)
+      // A value that is not an object where one is expected (not a problem inside one).
+      const object = issue._tag === "Type" || SchemaAST.isUnion(issue.ast) ? expectedObject(issue.ast) : undefined
+      if (object !== undefined && (issue.actual === null || typeof issue.actual !== "object" || Array.isArray(issue.actual)) && !out.objects.has(where)) {
+        out.objects.set(where, object)
+      }
       if (issue._tag === "Composite") {
-        for (const inner of Array.isArray(issue.issues) ? issue.issues : [issue.issues as ParseResult.ParseIssue]) allowedByPath(inner, path, out)
+        for (const inner of Array.isArray(issue.issues) ? issue.issues : [issue.issues as ParseResult.ParseIssue]) expectedByPath(inner, path, out)
       }
       return
     }
     case "Refinement":
     case "Transformation":
-      allowedByPath(issue.issue, path, out)
+      expectedByPath(issue.issue, path, out)
       return
     default:
       return
@@ -135,8 +204,8 @@ const allowedByPath = (issue: ParseResult.ParseIssue, path: ReadonlyArray<Proper
  */
 export const detailsOf = (error: ParseResult.ParseError, location: "field" | "parameter"): ReadonlyArray<DetailItem> => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-  const allowed = new Map<string, ReadonlyArray<string>>()
-  allowedByPath(error.issue, [], allowed)
+  const expected: Expected = { allowed: new Map(), objects: new Map() }
+  expectedByPath(error.issue, [], expected)
   const seen = new Set<string>()
   const items: Array<DetailItem> = []
   for (const issue of issues) {
@@ -148,10 +217,13 @@ export const detailsOf = (error: ParseResult.ParseError, location: "field" | "pa
         ? { code: "required" as const, params: {} }
         : issue._tag === "Unexpected"
           ? { code: location === "field" ? ("unknown_field" as const) : ("unknown_parameter" as const), params: {} }
-          : (parseCoded(issue.message) ?? { code: "invalid_value" as const, params: {} })
+          : (parseCoded(issue.message) ??
+            (expected.objects.has(where)
+              ? { code: "invalid_type" as const, params: { expected: expected.objects.get(where) ?? "an object" } }
+              : { code: "invalid_value" as const, params: {} }))
     // The accepted values travel as a list of their own (`allowed`), from the annotation or the schema; a `reason` as the item's own.
     const { allowed: annotated, reason, ...params } = decoded.params
-    const values = annotated !== undefined ? String(annotated).split(", ") : decoded.code === "invalid_value" ? allowed.get(where) : undefined
+    const values = annotated !== undefined ? String(annotated).split(", ") : decoded.code === "invalid_value" ? expected.allowed.get(where) : undefined
     const item: DetailItem = {
       ...(location === "field" ? { field: where || "body" } : { parameter: where }),
       code: decoded.code,

@@ -13,7 +13,7 @@ import { lessons } from "../content/content-catalog.js"
 import { users } from "../people/people-users.js"
 import { requireReference } from "../records/resource.js"
 import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
-import { Enum, List, PublicId, RICH_TEXT_MAX, RichText, Text } from "../records/schema.js"
+import { Enum, fitsUtf8, List, PublicId, RICH_TEXT_MAX, RichText, Text, tooLarge } from "../records/schema.js"
 
 /** The author as stored and represented: `{ id, name }`. */
 export const Author = Schema.NullOr(
@@ -58,12 +58,12 @@ const Block = Schema.Struct({
 export const BodyInput = Schema.Struct({ blocks: List(Block) })
   .pipe(
     Schema.filter((body) => body.blocks.length > 0 || "required"),
-    Schema.filter((body) => JSON.stringify(body).length <= RICH_TEXT_MAX || `too_long|max=${RICH_TEXT_MAX}`)
+    Schema.filter((body) => fitsUtf8(JSON.stringify(body), RICH_TEXT_MAX) || tooLarge(RICH_TEXT_MAX))
   )
   .annotations({
     identifier: "RichBody",
     description:
-      "Rich text as blocks (`paragraph`, `heading`, `list`, `quote`, `code`, `image`, `link`): at least one block, at most 512 KiB as JSON (§8.2), else 422 on `body`."
+      "Rich text as blocks (`paragraph`, `heading`, `list`, `quote`, `code`, `image`, `link`): at least one block, at most 512 KiB (524,288 bytes of UTF-8) as JSON, else 422 `too_long` on `body`."
   })
 
 export const Body = Schema.Struct({ blocks: Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown })) }).annotations({

@@ -67,7 +67,8 @@ const EmailBounceSchema = Schema.Struct({
     description: "`active`: no mail is queued to the address (an access email is 409 `state_conflict`, reason `recipient_bounced`; notifications are skipped); `ignored`: mail goes to it again."
   }),
   bounced_at: Timestamp,
-  ignored_at: Schema.NullOr(Timestamp)
+  ignored_at: Schema.NullOr(Timestamp),
+  revision: Schema.String.annotations({ description: "Changes on every change of the bounce; its ETag is `W/\"email_bounce:<id>:<revision>\"`, which `If-Match` of the PATCH takes." })
 }).annotations({ identifier: "EmailBounce" })
 
 const AccessEmailBody = Schema.Struct({

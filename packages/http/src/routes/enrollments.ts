@@ -10,6 +10,7 @@ import {
   enrollments,
   getEnrollmentProgress,
   LessonProgressInput,
+  lessonProgressEtag,
   putLessonProgress,
   renameActiveKeyConflict,
   resourceEtag,
@@ -34,6 +35,9 @@ const LessonProgressSchema = Schema.Struct({
   percent: Schema.Int.annotations({ description: "0 to 100; 100 exactly when `completed`." }),
   completed_at: Schema.NullOr(Timestamp),
   updated_at: Schema.NullOr(Timestamp).annotations({ description: "When progress was last recorded; null when never." }),
+  revision: Schema.NullOr(Schema.String).annotations({
+    description: "Changes on every write of the lesson's progress; null when never recorded. The ETag `W/\"lesson_progress:<id>:<revision>\"` is what `If-Match` of the PUT takes."
+  }),
   available: Schema.Boolean.annotations({ description: "Whether the learner may open the lesson now, from its release rules and its module's." }),
   available_at: Schema.NullOr(Timestamp).annotations({
     description: "When a date rule (`after_enrollment`, `on_date`) opens it; null when no date rule applies (open, or waiting for a module's completion)."
@@ -67,7 +71,7 @@ const enrollmentOperations = describedOperations(enrollments, tag, {
   "enrollments.update": {
     summary: "Change an enrollment's expiry or status",
     description:
-      "`expires_at`: a new expiry after `starts_at` and in the future, or null for none (else 422 on `expires_at`, reason `not_after_start`). `status`: `expired` ends an active enrollment now (`expires_at` becomes now; event `enrollment.expired`); `active` reactivates an expired one (event `enrollment.reactivated`) when no other enrollment of the user and product is active (else 409 `already_exists` on `product_id`) and its expiry is null or in the future (else 409 `state_conflict`, reason `expires_at_passed`). `canceled` is 409 `state_conflict` (reason `use_cancellations`): cancel through `POST /enrollments/{enrollment_id}/cancellations`. A canceled enrollment cannot change (409 `state_conflict`, reason `enrollment_canceled`)."
+      "`expires_at`: a new expiry after `starts_at` and in the future, or null for none (else 422 on `expires_at`, reason `not_after_start`). `status`: `expired` ends an active enrollment now (`expires_at` becomes now; event `enrollment.expired`); `active` reactivates an expired one (event `enrollment.reactivated`) when no other enrollment of the user and product is active (else 409 `already_exists` on `product_id`) and its expiry is null or in the future (else 409 `state_conflict`, reason `expires_at_passed`). `canceled` is 422 `invalid_transition` on `status` (reason `use_cancellations`): cancel through `POST /enrollments/{enrollment_id}/cancellations`. A canceled enrollment cannot change (409 `state_conflict`, reason `enrollment_canceled`)."
   }
 })
 
@@ -165,15 +169,19 @@ export const enrollmentsRoutes: ReadonlyArray<Operation> = [
     path: "/enrollments/{enrollment_id}/progress/lessons/{lesson_id}",
     summary: "Record a learner's progress in one lesson",
     description:
-      "Set the progress of one lesson (integrations record what learners do). `status` `completed` means `percent` 100 and sets `completed_at` (default now, never in the future); `percent` 100 alone completes; `not_started` means 0; `completed_at` only with `completed` (else 422 on the field). The lesson must be a lesson of the enrollment's product (else 404) and published (else 409 `state_conflict`, reason `lesson_not_published`); the enrollment must be active and not past `expires_at` (else 409 `state_conflict`, reason `enrollment_not_active`). In the same unit of work the enrollment's `progress_percent` (completed lessons over published lessons, rounded down) and, the first time all are completed, `completed_at` are updated. Events: `lesson_progress.updated`; `enrollment.updated` when the enrollment changed; `enrollment.completed` once. A PUT that changes nothing records nothing.",
+      "Set the progress of one lesson (integrations record what learners do). `status` `completed` means `percent` 100 and sets `completed_at` (default now, never in the future); `percent` 100 alone completes; `not_started` means 0; `completed_at` only with `completed` (else 422 on the field). The lesson must be a lesson of the enrollment's product (else 404) and published (else 409 `state_conflict`, reason `lesson_not_published`); the enrollment must be active and not past `expires_at` (else 409 `state_conflict`, reason `enrollment_not_active`). In the same unit of work the enrollment's `progress_percent` (completed lessons over published lessons, rounded down) and, the first time all are completed, `completed_at` are updated. Events: `lesson_progress.updated`; `enrollment.updated` when the enrollment changed; `enrollment.completed` once. A PUT that changes nothing records nothing (its `revision` stays). `If-Match` takes the ETag of the lesson's recorded progress (`W/\"lesson_progress:<id>:<revision>\"`, in the answer's `ETag` and from the `id` and `revision` of a progress row); a stale one, or one sent for a lesson with no recorded progress, is 412 `revision_mismatch`.",
     tag,
     capability: "enrollments.update",
     params: { enrollment_id: "enrollment", lesson_id: "lesson" },
     body: LessonProgressInput,
     idempotency: "optional",
-    success: { status: 200, description: "The lesson's progress.", schema: LessonProgressSchema },
+    ifMatch: "lesson_progress",
+    ifMatchNamesRecord: true,
+    success: { status: 200, description: "The lesson's progress.", schema: LessonProgressSchema, headers: ["ETag"] },
     errors: ["state_conflict"],
-    handler: ({ path, body }) =>
-      putLessonProgress(path.enrollment_id!, path.lesson_id!, body).pipe(Effect.map((data) => ({ status: 200, body: { data } })))
+    handler: ({ path, body, expectedRevision, expectedRecordId }) =>
+      putLessonProgress(path.enrollment_id!, path.lesson_id!, body, { id: expectedRecordId, revision: expectedRevision }).pipe(
+        Effect.map((data) => ({ status: 200, body: { data }, headers: { etag: lessonProgressEtag(data) } }))
+      )
   })
 ]
