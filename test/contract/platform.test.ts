@@ -88,6 +88,32 @@ eachStore("idempotency", (h) => {
     expect(links.body.data).toHaveLength(1)
   })
 
+  it("after a sandbox reset, a key used before it is 409 result_not_replayable (what it recorded is gone); a new key runs; the reset's own key replays", async () => {
+    const post = (key: string, name: string) =>
+      h().request("POST", `${API}/showcases`, { secret: h().test, json: { name }, idempotencyKey: key })
+    const key = freshKey()
+    const first = await post(key, "Before the reset")
+    expect(first.status, first.text).toBe(201)
+    expect((await post(key, "Before the reset")).headers.get("idempotent-replayed")).toBe("true")
+    const resetKey = freshKey()
+    const reset = await h().request("POST", `${API}/sandbox/resets`, { secret: h().test, idempotencyKey: resetKey })
+    expect(reset.status, reset.text).toBeLessThan(300)
+    // Replaying would answer a showcase that no longer exists.
+    expectError(await post(key, "Before the reset"), 409, "result_not_replayable")
+    expect((await h().request("GET", `${API}/showcases/${first.body.data.id}`, { secret: h().test })).status).toBe(404)
+    const again = await post(freshKey(), "Before the reset")
+    expect(again.status, again.text).toBe(201)
+    const replayedReset = await h().request("POST", `${API}/sandbox/resets`, { secret: h().test, idempotencyKey: resetKey })
+    expect(replayedReset.status, replayedReset.text).toBe(reset.status)
+    expect(replayedReset.headers.get("idempotent-replayed")).toBe("true")
+    // Production's receipts are another tenant's: untouched.
+    const liveKey = freshKey()
+    expect((await h().request("POST", `${API}/showcases`, { secret: h().live, json: { name: "Live" }, idempotencyKey: liveKey })).status).toBe(201)
+    await h().request("POST", `${API}/sandbox/resets`, { secret: h().test, idempotencyKey: freshKey() })
+    const liveReplay = await h().request("POST", `${API}/showcases`, { secret: h().live, json: { name: "Live" }, idempotencyKey: liveKey })
+    expect(liveReplay.headers.get("idempotent-replayed")).toBe("true")
+  })
+
   it("an optional key on PATCH replays too, and the revision does not move", async () => {
     const { id } = await issue(h)
     const key = freshKey()
@@ -370,8 +396,10 @@ eachStore("platform", (h) => {
     expect(res.status, res.text).toBe(200)
     expect(res.body.data.object).toBe("capabilities")
     expect(res.body.data.release).toBe("3.4.7")
-    expect(res.body.data.deprecations).toEqual([
-      { operation_id: "reports.rankings.get", parameter: "product_id", deprecated_at: expect.any(String), sunset_at: expect.any(String) }
+    // §9: no operation is deprecated; the alias parameter of rankings is listed apart, so a client reading `deprecations[]` sees none.
+    expect(res.body.data.deprecations).toEqual([])
+    expect(res.body.data.deprecated_parameters).toEqual([
+      { operation_id: "reports.rankings.get", parameter: "product_id", replacement: "product_id[]", deprecated_at: expect.any(String), sunset_at: expect.any(String) }
     ])
     expect(res.headers.get("x-service-release")).toBe("3.4.7")
     expect(res.headers.get("deprecation")).toBeNull()
@@ -554,16 +582,12 @@ eachStore(
     it("GET /capabilities lists the deprecation", async () => {
       const res = await h().request("GET", `${API}/capabilities`, { secret: h().live })
       expect(res.status, res.text).toBe(200)
+      // Each entry exactly as §4.5 shapes it.
       expect(res.body.data.deprecations).toEqual([
-        {
-          operation_id: "policy_templates.list",
-          parameter: null,
-          deprecated_at: new Date(deprecatedAt).toISOString(),
-          sunset_at: new Date(sunsetAt).toISOString()
-        },
-        // The release's own: the deprecated `product_id` of rankings (§4.4).
-        expect.objectContaining({ operation_id: "reports.rankings.get", parameter: "product_id" })
+        { operation_id: "policy_templates.list", deprecated_at: new Date(deprecatedAt).toISOString(), sunset_at: new Date(sunsetAt).toISOString() }
       ])
+      // The release's own deprecated parameter, apart.
+      expect(res.body.data.deprecated_parameters).toEqual([expect.objectContaining({ operation_id: "reports.rankings.get", parameter: "product_id" })])
     })
 
     it("other operations carry no Deprecation header", async () => {

@@ -229,8 +229,9 @@ eachStore("reports", (h) => {
     expect(alias.body).toEqual(one.body)
     expect(alias.headers.get("deprecation")).toMatch(/^@\d+$/)
     const capabilities = (await a.get("/capabilities")).body.data
-    const listed = capabilities.deprecations.find((d: any) => d.operation_id === "reports.rankings.get")
-    expect(listed).toMatchObject({ parameter: "product_id" })
+    expect(capabilities.deprecations).toEqual([])
+    const listed = capabilities.deprecated_parameters.find((d: any) => d.operation_id === "reports.rankings.get")
+    expect(listed).toMatchObject({ parameter: "product_id", replacement: "product_id[]" })
     expect(alias.headers.get("deprecation")).toBe(`@${Date.parse(listed.deprecated_at) / 1000}`)
     expect(alias.headers.get("sunset")).toBe(new Date(listed.sunset_at).toUTCString())
     expect(alias.headers.get("link")).toMatch(/\/deprecations>; rel="deprecation"$/)

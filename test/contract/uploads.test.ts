@@ -11,8 +11,10 @@
 import { createHash } from "node:crypto"
 import { existsSync, readdirSync } from "node:fs"
 import { join } from "node:path"
+import { CLAIM_LEASE_MS } from "@syllabus/core"
 import { expect, it } from "vitest"
-import { eachStore, freshKey, type Harness, type RequestOptions } from "../support/harness.js"
+import { eventually } from "../support/eventually.js"
+import { eachStore, freshKey, type Harness, type RequestOptions, type Response } from "../support/harness.js"
 import { expectError } from "../support/expect.js"
 
 const P = "/api/v3"
@@ -427,6 +429,34 @@ eachStore("uploads", (h) => {
     expect(replay.headers.get("idempotent-replayed")).toBe("true")
     expect(replay.body.data).toEqual(first.body.data)
     expect(replay.headers.get("location")).toBe(first.headers.get("location"))
+  })
+
+  it("a completion whose first attempt died without a result (its claim past the lease) → 409 result_uncertain; the retry after it runs", async () => {
+    const bytes = png(100)
+    const session = await c.open(bytes)
+    await c.sendAll(session.id, bytes, session.part_size)
+    const key = freshKey()
+    // The first attempt hangs in the file storage, holding the key, as a process that died there would.
+    h().stall("storage")
+    let first: Promise<Response> | undefined
+    try {
+      first = c.complete(session.id, { idempotencyKey: key })
+      await eventually(async () => expectError(await c.complete(session.id, { idempotencyKey: key }), 409, "idempotency_in_progress"))
+      // Past the claim's lease: no live request holds a key that long (its deadline is shorter).
+      h().advance(CLAIM_LEASE_MS + 1000)
+      const uncertain = await c.complete(session.id, { idempotencyKey: key })
+      expectError(uncertain, 409, "result_uncertain")
+    } finally {
+      h().stall("storage", false)
+      await first
+      h().advance(-(CLAIM_LEASE_MS + 1000))
+    }
+    // The abandoned claim is gone: the retry runs (the session is complete by now: it answers that file, recorded).
+    const retry = await c.complete(session.id, { idempotencyKey: key })
+    expect([200, 201], retry.text).toContain(retry.status)
+    expect(retry.headers.get("idempotent-replayed")).toBeNull()
+    const replay = await c.complete(session.id, { idempotencyKey: key })
+    expect(replay.headers.get("idempotent-replayed")).toBe("true")
   })
 
   // -------------------------------------------------------------------------------------

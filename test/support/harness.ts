@@ -95,8 +95,8 @@ export interface Harness {
   /** The directory of the local file storage (PostgreSQL runs); the memory runs keep files in memory. */
   readonly storageDirectory: string | undefined
   fail(port: FaultyPort, failing?: boolean): void
-  /** Make a store port hang until called again with `false` (then its calls go on), as a frozen database does. */
-  stall(port: Exclude<FaultyPort, "storage">, stalled?: boolean): void
+  /** Make a port hang until called again with `false` (then its calls go on), as a frozen database or a stuck bucket does. */
+  stall(port: FaultyPort, stalled?: boolean): void
   /** Stop the server. `keepDatabase`: leave its PostgreSQL database for another server (then `dropDatabase` later). */
   close(options?: { readonly keepDatabase?: boolean }): Promise<void>
   dropDatabase(): Promise<void>
@@ -170,7 +170,7 @@ export const startHarness = async (
   const layer = Layer.merge(
     syllabusLayer({
       store: withFaults(storeLayer, failing, stalled),
-      storage: storageWithFaults(storage, failing),
+      storage: storageWithFaults(storage, failing, stalled),
       rateLimits: options.rateLimits ?? "off",
       workers: options.workers ?? true,
       ...(options.background ? { background: options.background } : {}),

@@ -6,7 +6,10 @@
  * replacement (`parameterDeprecations`, the release's list). Either way the rule is the same:
  * the answer carries `Deprecation`, `Sunset` and `Link`; after the sunset the call is 410
  * `operation_sunset`; the description marks it `deprecated: true` with `x-deprecated-at` and
- * `x-sunset`; `GET /capabilities` lists it in `deprecations[]` (with the parameter's name).
+ * `x-sunset`. `GET /capabilities` lists deprecated operations in `deprecations[]`, exactly as
+ * §4.5 shapes its entries, and deprecated parameters apart, in `deprecated_parameters[]`: a
+ * client that follows §9 reads `deprecations[]` as "this operation goes away", which an alias
+ * parameter does not mean.
  * The pipeline (`deprecationOf`), the description (`openapi.ts`) and the capabilities route
  * (`deprecationList`) all read it from here.
  */
@@ -70,18 +73,20 @@ export const deprecationHeaders = (settings: ServerSettingsShape, deprecation: D
   link: `<${settings.docsUrl}/deprecations>; rel="deprecation"`
 })
 
-/** `deprecations[]` of `GET /capabilities`: the operations deprecated by the server, then the parameters of the release. */
-export const deprecationList = (settings: ServerSettingsShape) => [
-  ...[...settings.deprecations.entries()].map(([operation_id, d]) => ({
+/** `deprecations[]` of `GET /capabilities` (§4.5): the operations the server deprecates. */
+export const deprecationList = (settings: ServerSettingsShape) =>
+  [...settings.deprecations.entries()].map(([operation_id, d]) => ({
     operation_id,
-    parameter: null,
-    deprecated_at: formatTimestamp(d.deprecatedAt),
-    sunset_at: formatTimestamp(d.sunsetAt)
-  })),
-  ...parameterDeprecations.map((d) => ({
-    operation_id: d.operationId,
-    parameter: d.parameter,
     deprecated_at: formatTimestamp(d.deprecatedAt),
     sunset_at: formatTimestamp(d.sunsetAt)
   }))
-]
+
+/** `deprecated_parameters[]` of `GET /capabilities`: the release's deprecated query parameters, each with its replacement. */
+export const deprecatedParameterList = () =>
+  parameterDeprecations.map((d) => ({
+    operation_id: d.operationId,
+    parameter: d.parameter,
+    replacement: d.replacement,
+    deprecated_at: formatTimestamp(d.deprecatedAt),
+    sunset_at: formatTimestamp(d.sunsetAt)
+  }))

@@ -132,7 +132,7 @@ type SchemaRegistry = ReturnType<typeof makeSchemaRegistry>
 
 const idempotencyKeySchema: JsonMap = { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" }
 const idempotencyKeyDescription =
-  "1 to 128 characters from `[A-Za-z0-9._:-]` (§4.1). The same key with the same body returns the recorded " +
+  "1 to 128 characters from `[A-Za-z0-9._:-]`. The same key with the same body returns the recorded " +
   "result with `Idempotent-Replayed: true`; with another body or route, 422 `idempotency_key_reused`; still " +
   "processing, 409 `idempotency_in_progress`. Receipts are kept 48 hours."
 
@@ -330,7 +330,7 @@ const requestBody = (operation: Operation, schemas: SchemaRegistry, examples: Ex
   if (operation.rawBody !== undefined) {
     return {
       required: true,
-      description: "Raw bytes, not JSON; the JSON rules of §1 (1 MiB, UTF-8) do not apply to them.",
+      description: "Raw bytes, not JSON; the rules of JSON bodies (1 MiB, UTF-8) do not apply to them.",
       content: { [operation.rawBody]: { schema: { type: "string", contentMediaType: operation.rawBody }, example: "(the part's bytes)" } }
     }
   }
@@ -352,14 +352,14 @@ const sharedHeaders: JsonMap = {
   "X-Request-Id": { description: "Server-generated ID of the call; `error.request_id` and the request log use it.", schema: { type: "string" } },
   "X-Service-Release": { description: "The contract release that served the call.", schema: { type: "string", examples: [RELEASE] } },
   "X-Client-Request-Id": { description: "The `X-Client-Request-Id` of the request, when it had one.", schema: { type: "string" } },
-  "RateLimit-Limit": integerHeader("Limit of the most restricted scope, per 60-second window (§8.1)."),
+  "RateLimit-Limit": integerHeader("Limit of the most restricted scope, per 60-second window."),
   "RateLimit-Remaining": integerHeader("Calls left in that scope's window."),
   "RateLimit-Reset": integerHeader("Seconds until that scope admits calls again."),
   "Retry-After": integerHeader("Seconds to wait before retrying."),
   ETag: { description: "`W/\"<type>:<id>:<revision>\"`, for `If-Match`; opaque.", schema: { type: "string" } },
   Location: { description: "Path of the created resource.", schema: { type: "string" } },
   "Idempotent-Replayed": { description: "`true` when this is the recorded result of an earlier call with the same `Idempotency-Key`.", schema: { type: "string", enum: ["true"], "x-extensible": false } },
-  Deprecation: { description: "`@<unix seconds>` of the deprecation announcement (§9).", schema: { type: "string" } },
+  Deprecation: { description: "`@<unix seconds>` of the deprecation announcement.", schema: { type: "string" } },
   Sunset: { description: "HTTP date after which the operation answers 410 `operation_sunset`.", schema: { type: "string" } },
   Link: { description: "`<{docs_url}/deprecations>; rel=\"deprecation\"`.", schema: { type: "string" } },
   Allow: { description: "The methods the path supports.", schema: { type: "string" } },
@@ -558,7 +558,11 @@ const errorCodesByStatus = (operation: Operation, deprecated: boolean): Readonly
     ...(operation.sandboxOnly ? (["sandbox_only"] as const) : []),
     ...(operation.idempotency === "required" ? (["idempotency_key_required"] as const) : []),
     ...(operation.idempotency !== "none"
-      ? (["idempotency_key_invalid", "idempotency_key_reused", "idempotency_in_progress"] as const)
+      ? (["idempotency_key_invalid", "idempotency_key_reused", "idempotency_in_progress", "result_not_replayable"] as const)
+      : []),
+    // Its handler keeps its own units of work: a retry after an attempt that died is told so.
+    ...(operation.idempotency !== "none" && (operation.unitOfWork === "handler" || operation.rawBody !== undefined)
+      ? (["result_uncertain"] as const)
       : []),
     ...(operation.ifMatch !== undefined ? (["revision_mismatch", "if_match_invalid"] as const) : []),
     ...(deprecated ? (["operation_sunset"] as const) : [])
@@ -728,19 +732,19 @@ const securitySchemes: JsonMap = {
   CredentialSecret: {
     type: "http",
     scheme: "bearer",
-    description: "Autonomous mode (§5.1): `Authorization: Bearer <secret>`, a `ck_live_…` or `ck_test_…` credential secret."
+    description: "Autonomous mode: `Authorization: Bearer <secret>`, a `ck_live_…` or `ck_test_…` credential secret."
   },
   CredentialKey: {
     type: "apiKey",
     in: "header",
     name: "X-API-Key",
-    description: "Human mode (§5.2): the credential secret, together with an administrator's access token."
+    description: "Human mode: the credential secret, together with an administrator's access token."
   },
   AdministratorToken: {
     type: "http",
     scheme: "bearer",
     bearerFormat: "JWT",
-    description: "Human mode (§5.2): `Authorization: Bearer <access token>`, an RS256 JWT (`aud` `service-api-v3`) from the OAuth 2.0 PKCE flow."
+    description: "Human mode: `Authorization: Bearer <access token>`, an RS256 JWT (`aud` `service-api-v3`) from the OAuth 2.0 PKCE flow."
   }
 }
 

@@ -386,7 +386,8 @@ export const makeApp = (operations: ReadonlyArray<Operation>, outsideApp?: Outsi
           operationId: operation.id,
           path: rawPath,
           query: search,
-          body: bytes === undefined ? "" : Buffer.from(bytes).toString("utf8")
+          body: bytes === undefined ? "" : Buffer.from(bytes).toString("utf8"),
+          atomic: !ownsUnitOfWork
         },
         (complete) =>
           atomically(

@@ -168,13 +168,22 @@ export const CapabilitiesSchema = Schema.Struct({
   deprecations: Schema.Array(
     Schema.Struct({
       operation_id: Schema.String,
-      parameter: Schema.NullOr(Schema.String).annotations({
-        description: "The deprecated query parameter of the operation; null when the whole operation is deprecated."
-      }),
       deprecated_at: Timestamp,
       sunset_at: Timestamp
     })
-  )
+  ).annotations({ description: "Deprecated operations (§9): each works until `sunset_at`, then answers 410 `operation_sunset`. None in this release." }),
+  deprecated_parameters: Schema.Array(
+    Schema.Struct({
+      operation_id: Schema.String,
+      parameter: Schema.String.annotations({ description: "The deprecated query parameter." }),
+      replacement: Schema.String.annotations({ description: "The parameter to send instead." }),
+      deprecated_at: Timestamp,
+      sunset_at: Timestamp
+    })
+  ).annotations({
+    description:
+      "Deprecated query parameters of operations that are not themselves deprecated: a request sending one gets the deprecation headers, and after `sunset_at` 410 `operation_sunset`; the operation, called without it, stays."
+  })
 }).annotations({ identifier: "Capabilities" })
 
 /** `page` of every collection (§2.1, §4.2): a null `next_cursor` ends the collection. */
@@ -208,7 +217,7 @@ const errorFields = {
 /** The error envelope of §7. */
 export const ErrorSchema = Schema.Struct({
   error: Schema.Struct(errorFields)
-}).annotations({ identifier: "Error", description: "The envelope of every error (§7)." })
+}).annotations({ identifier: "Error", description: "The envelope of every error." })
 
 const RateLimitLineSchema = Schema.Struct({
   scope: Schema.Literal("origin", "instance", "key"),
@@ -226,7 +235,7 @@ export const RateLimitErrorSchema = Schema.Struct({
     blocked_by: Schema.Array(Schema.Literal("origin", "instance", "key")),
     limits: Schema.Array(RateLimitLineSchema)
   })
-}).annotations({ identifier: "RateLimitError", description: "The envelope of a 429 `rate_limit_exceeded` (§8.1)." })
+}).annotations({ identifier: "RateLimitError", description: "The envelope of a 429 `rate_limit_exceeded`." })
 
 const Purpose = Schema.Literal("image", "pdf", "import", "editor", "document")
 
@@ -263,8 +272,9 @@ export const UploadPartSchema = Schema.Struct({
 export const FileSchema = Schema.Struct({
   object: Schema.Literal("file"),
   id: Schema.String,
-  purpose: Schema.Literal("image", "pdf", "import", "editor", "document", "certificate_preview").annotations({
-    description: "What the file is for: an upload's purpose, or `certificate_preview` for a PDF the service rendered (a certificate template's preview)."
+  purpose: Schema.Literal("image", "pdf", "import", "editor", "document", "certificate_preview", "certificate", "export").annotations({
+    description:
+      "What the file is for: an upload's purpose, or a file the service made: `certificate_preview` (a certificate template's preview, a PDF), `certificate` (an issued certificate's document, a PDF), `export` (an export's file)."
   }),
   filename: Schema.String,
   size: Schema.Int,
@@ -272,7 +282,8 @@ export const FileSchema = Schema.Struct({
   sha256: Schema.String,
   created_at: Timestamp,
   expires_at: Schema.NullOr(Timestamp).annotations({
-    description: "When the file goes (404 from then on; its bytes are removed): 24 hours after it was made for a `certificate_preview`, `null` for an uploaded file, which stays."
+    description:
+      "When the file goes (404 from then on; its bytes are removed): 24 hours after it was made for a `certificate_preview`, 7 days after an export completed for an `export`; `null` for an uploaded file and a certificate's document, which stay."
   })
 }).annotations({ identifier: "File" })
 
@@ -303,7 +314,7 @@ export const OperationSchema = Schema.Struct({
   finished_at: NullableTimestamp,
   expires_at: Timestamp.annotations({
     description:
-      "30 days after creation (§8.3), whatever the status: afterwards the operation and its items are gone (404, absent from the list)."
+      "30 days after creation, whatever the status: afterwards the operation and its items are gone (404, absent from the list)."
   })
 }).annotations({ identifier: "Operation" })
 

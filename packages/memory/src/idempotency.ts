@@ -1,6 +1,6 @@
 import { Effect, Either, HashMap, Option } from "effect"
-import { type ClaimAttempt, Idempotency, type IdempotencyClaim, type RecordedResponse, type Tenant } from "@syllabus/core"
-import { type HeldReceipt, receiptKey, type Store } from "./state.js"
+import { type ClaimAttempt, Idempotency, type IdempotencyClaim, NOT_REPLAYABLE_HEADER, type RecordedResponse, type Tenant } from "@syllabus/core"
+import { type HeldReceipt, receiptKey, receiptKeyPrefix, type Store } from "./state.js"
 import { frozenCopy } from "./values.js"
 
 // Receipts live in the transactional state: `complete` joins the caller's unit of work.
@@ -17,17 +17,17 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
         fingerprint: attempt.fingerprint,
         state: "in_progress",
         response: null,
-        expiresAt: attempt.expiresAt
+        expiresAt: attempt.expiresAt,
+        claimedAt: attempt.now
       },
-      token: attempt.token,
-      claimedAt: attempt.now
+      token: attempt.token
     })
     return yield* store.write<IdempotencyClaim, never>((state) => {
       const existing = Option.getOrUndefined(HashMap.get(state.receipts, id))
       const free =
         existing === undefined ||
         existing.receipt.expiresAt <= attempt.now ||
-        (existing.receipt.state === "in_progress" && existing.claimedAt < attempt.staleBefore)
+        (existing.receipt.state === "in_progress" && existing.receipt.claimedAt < attempt.staleBefore)
       if (free) {
         const claimed: IdempotencyClaim = { _tag: "Claimed", token: attempt.token }
         return Either.right([claimed, { ...state, receipts: HashMap.set(state.receipts, id, held) }] as const)
@@ -69,6 +69,21 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
     })
   })
 
+  // Every receipt is looked at: the memory store keeps no receipt index by tenant (a reset is rare).
+  const voidCompleted = Effect.fnUntraced(function* (tenant: Tenant) {
+    const prefix = receiptKeyPrefix(tenant)
+    yield* store.write((state) => {
+      let receipts = state.receipts
+      for (const [id, held] of state.receipts) {
+        if (held.receipt.state !== "completed" || !id.startsWith(prefix)) continue
+        const response = held.receipt.response
+        const voided = frozenCopy({ status: response?.status ?? 200, headers: { [NOT_REPLAYABLE_HEADER]: "result" }, body: null })
+        receipts = HashMap.set(receipts, id, Object.freeze({ ...held, receipt: Object.freeze({ ...held.receipt, response: voided }) }))
+      }
+      return Either.right([undefined, receipts === state.receipts ? state : { ...state, receipts }] as const)
+    })
+  })
+
   // Retention: find the expired receipts on a snapshot, outside the writers' turn, then
   // remove at most `limit` of them in one short write that checks each is still expired (a
   // claim may have taken the key over meanwhile). No receipt index by expiry here: the
@@ -96,5 +111,5 @@ export const makeIdempotency = (store: Store): Idempotency["Type"] => {
     })
   })
 
-  return Idempotency.of({ claim, complete, release, prune })
+  return Idempotency.of({ claim, complete, release, voidCompleted, prune })
 }

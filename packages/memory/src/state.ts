@@ -35,11 +35,10 @@ export interface Address {
   readonly id: string
 }
 
-/** An idempotency receipt with what only the store knows: its holder's token and claim time. */
+/** An idempotency receipt with what only the store knows: its holder's token. */
 export interface HeldReceipt {
   readonly receipt: IdempotencyReceipt
   readonly token: string
-  readonly claimedAt: number
 }
 
 /** The shared part of the state written through `Store.write`: idempotency receipts. */
@@ -69,6 +68,9 @@ export const uniqueIndexKey = (
 
 export const receiptKey = (tenant: Tenant, key: string): string =>
   JSON.stringify([tenant.accountId, tenant.environment, key])
+
+/** What every `receiptKey` of a tenant starts with. */
+export const receiptKeyPrefix = (tenant: Tenant): string => `${JSON.stringify([tenant.accountId, tenant.environment]).slice(0, -1)},`
 
 /**
  * A write of the shared state: a pure function of it giving either an error (state

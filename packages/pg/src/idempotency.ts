@@ -4,6 +4,7 @@ import {
   type Idempotency,
   type IdempotencyClaim,
   type IdempotencyReceipt,
+  NOT_REPLAYABLE_HEADER,
   type RecordedResponse,
   type Tenant
 } from "@syllabus/core"
@@ -17,6 +18,7 @@ interface ReceiptRow {
   readonly state: string
   readonly response: RecordedResponse | null
   readonly expires_at: number | string
+  readonly claimed_at: number | string
 }
 
 const toReceipt = (row: ReceiptRow): IdempotencyReceipt => ({
@@ -24,7 +26,8 @@ const toReceipt = (row: ReceiptRow): IdempotencyReceipt => ({
   fingerprint: row.fingerprint,
   state: row.state === "completed" ? "completed" : "in_progress",
   response: row.response,
-  expiresAt: toNumber(row.expires_at)
+  expiresAt: toNumber(row.expires_at),
+  claimedAt: toNumber(row.claimed_at)
 })
 
 /** Rounds of a claim whose key keeps being released between our insert and our read. */
@@ -56,7 +59,7 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
         RETURNING r.token`)
       if (taken.length > 0) return { _tag: "Claimed", token: attempt.token } satisfies IdempotencyClaim
       const existing = yield* unavailable(sql<ReceiptRow>`${prepared}
-        SELECT operation_id, fingerprint, state, response, expires_at
+        SELECT operation_id, fingerprint, state, response, expires_at, claimed_at
         FROM idempotency_receipts WHERE ${receiptKey(tenant, key)}`)
       if (existing[0] !== undefined) {
         return { _tag: "Existing", receipt: toReceipt(existing[0]) } satisfies IdempotencyClaim
@@ -70,7 +73,8 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
       fingerprint: attempt.fingerprint,
       state: "in_progress",
       response: null,
-      expiresAt: attempt.expiresAt
+      expiresAt: attempt.expiresAt,
+      claimedAt: attempt.now
     }
     return { _tag: "Existing", receipt: held } satisfies IdempotencyClaim
   })
@@ -92,6 +96,14 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
     yield* unavailable(sql`${prepared}
       DELETE FROM idempotency_receipts
       WHERE ${receiptKey(tenant, key)} AND token = ${token} AND state = 'in_progress'`)
+  })
+
+  // One statement over the tenant's receipts (the primary key's leading columns), in the reset's transaction.
+  const voidCompleted = Effect.fnUntraced(function*(tenant: Tenant) {
+    yield* unavailable(sql`
+      UPDATE idempotency_receipts
+      SET response = jsonb_build_object('status', response->'status', 'headers', ${JSON.stringify({ [NOT_REPLAYABLE_HEADER]: "result" })}::jsonb, 'body', NULL)
+      WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND state = 'completed'`)
   })
 
   // Retention: one statement per batch, oldest first over `idempotency_receipts_expires_at`.
@@ -117,5 +129,5 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  return { claim, complete, release, prune }
+  return { claim, complete, release, voidCompleted, prune }
 }

@@ -108,6 +108,7 @@ export const withFaults = <E>(store: Layer.Layer<StoreServices, E>, failing: Rea
           claim: guard("idempotency")(idempotency.claim),
           complete: guard("idempotency")(idempotency.complete),
           release: guard("idempotency")(idempotency.release),
+          voidCompleted: guard("idempotency")(idempotency.voidCompleted),
           prune: guard("idempotency")(idempotency.prune)
         }),
         Context.add(RateLimitStore, { hit: guard("rate_limits")(rateLimits.hit) })
@@ -117,13 +118,15 @@ export const withFaults = <E>(store: Layer.Layer<StoreServices, E>, failing: Rea
 
 const storageDown = Effect.fail(new StorageUnavailable({ cause: "injected outage" }))
 
-/** The same for the file storage (the `"storage"` port); reads of stored files still work. */
-export const storageWithFaults = (storage: Layer.Layer<FileStorage>, failing: ReadonlySet<FaultyPort>) =>
+/** The same for the file storage (the `"storage"` port); reads of stored files still work. `stalled`: it hangs, as a stuck disk or bucket does. */
+export const storageWithFaults = (storage: Layer.Layer<FileStorage>, failing: ReadonlySet<FaultyPort>, stalled?: Stalls) =>
   Layer.effect(
     FileStorage,
     Effect.map(FileStorage, (inner): FileStorage["Type"] => {
       const guard = <A, E>(effect: () => Effect.Effect<A, E>): Effect.Effect<A, E | StorageUnavailable> =>
-        Effect.suspend((): Effect.Effect<A, E | StorageUnavailable> => (failing.has("storage") ? storageDown : effect()))
+        Effect.suspend((): Effect.Effect<A, E | StorageUnavailable> =>
+          failing.has("storage") ? storageDown : stalled?.has("storage") ? Effect.zipRight(stalled.wait("storage"), effect()) : effect()
+        )
       return {
         startUpload: (key) => guard(() => inner.startUpload(key)),
         putPart: (key, uploadId, number, body, maxBytes) => guard(() => inner.putPart(key, uploadId, number, body, maxBytes)),

@@ -4,6 +4,14 @@
  * key with another body or route is `idempotency_key_reused` (`different_body` /
  * `different_resource`); a key still processing is 409; a failed call consumes no key; a
  * result that showed a secret once is never replayed (`secret_not_replayable`).
+ *
+ * A claim whose holder died (its process ended: no request runs longer than its deadline,
+ * which is shorter than `CLAIM_LEASE_MS`) left no result. When the write and its receipt are
+ * one unit of work, nothing of that attempt was committed: the next request with the key
+ * takes the claim over and runs. When the operation's handler keeps units of work of its own
+ * (it also writes file storage, or asks DNS), the first attempt may have done part of its
+ * work: the next request is told so, 409 `result_uncertain` (the abandoned claim is dropped,
+ * so the retry after it runs).
  */
 import { Clock, Effect } from "effect"
 import { type ApiError, apiError, writeUnavailable } from "../errors/errors.js"
@@ -33,7 +41,11 @@ export const checkIdempotencyKey = (
   return Effect.succeed(key)
 }
 
-/** A recorded result that carried a show-once secret: kept without it, never replayed. */
+/**
+ * A recorded result that cannot be replayed, and why: `secret` (it showed a secret once: kept
+ * without it, 409 `secret_not_replayable`) or `result` (what it describes is gone: a sandbox
+ * reset came after it, 409 `result_not_replayable`; a new key runs the request).
+ */
 export const NOT_REPLAYABLE_HEADER = "x-syllabus-not-replayable"
 
 /** What the first use of the key said, for the request repeating it. */
@@ -41,7 +53,10 @@ const answerTo = (
   receipt: IdempotencyReceipt,
   resource: string,
   fingerprint: string
-): Effect.Effect<RecordedResponse, ApiError<"idempotency_in_progress" | "idempotency_key_reused" | "secret_not_replayable">> => {
+): Effect.Effect<
+  RecordedResponse,
+  ApiError<"idempotency_in_progress" | "idempotency_key_reused" | "secret_not_replayable" | "result_not_replayable">
+> => {
   if (receipt.operationId !== resource) {
     return Effect.fail(apiError("idempotency_key_reused", { reason: "different_resource" }))
   }
@@ -51,9 +66,9 @@ const answerTo = (
   if (receipt.state === "in_progress" || receipt.response === null) {
     return Effect.fail(apiError("idempotency_in_progress"))
   }
-  if (receipt.response.headers[NOT_REPLAYABLE_HEADER] !== undefined) {
-    return Effect.fail(apiError("secret_not_replayable"))
-  }
+  const unreplayable = receipt.response.headers[NOT_REPLAYABLE_HEADER]
+  if (unreplayable === "result") return Effect.fail(apiError("result_not_replayable"))
+  if (unreplayable !== undefined) return Effect.fail(apiError("secret_not_replayable"))
   return Effect.succeed(receipt.response)
 }
 
@@ -68,7 +83,14 @@ export type IdempotentOutcome =
 export const runIdempotent = <E, R>(
   tenant: Tenant,
   key: string,
-  request: { readonly operationId: string; readonly path: string; readonly query: string; readonly body: string },
+  request: {
+    readonly operationId: string
+    readonly path: string
+    readonly query: string
+    readonly body: string
+    /** The write and its receipt are one unit of work (else the handler keeps its own: an abandoned claim is `result_uncertain`). */
+    readonly atomic: boolean
+  },
   execute: (complete: (response: RecordedResponse) => Effect.Effect<void, ApiError<"audit_unavailable">>) => Effect.Effect<RecordedResponse, E, R>
 ) =>
   Effect.gen(function* () {
@@ -79,17 +101,26 @@ export const runIdempotent = <E, R>(
     const resource = `${request.operationId} ${request.path}`
     const fingerprint = crypto.sha256Hex(`${request.query}\n${request.body}`)
     const token = Buffer.from(crypto.randomBytes(16)).toString("hex")
-    const claim = yield* store
-      .claim(tenant, key, {
-        operationId: resource,
-        fingerprint,
-        token,
-        now,
-        staleBefore: now - CLAIM_LEASE_MS,
-        expiresAt: now + RECEIPT_TTL_MS
-      })
-      .pipe(Effect.mapError(writeUnavailable))
+    const leaseStart = now - CLAIM_LEASE_MS
+    const claimKey = (staleBefore: number) =>
+      store
+        .claim(tenant, key, { operationId: resource, fingerprint, token, now, staleBefore, expiresAt: now + RECEIPT_TTL_MS })
+        .pipe(Effect.mapError(writeUnavailable))
+    // An operation with units of work of its own never takes an abandoned claim over unseen.
+    const claim = yield* claimKey(request.atomic ? leaseStart : 0) // 0: no claim is older
     if (claim._tag === "Existing") {
+      const abandoned =
+        claim.receipt.state === "in_progress" && claim.receipt.claimedAt < leaseStart &&
+        claim.receipt.operationId === resource && claim.receipt.fingerprint === fingerprint
+      if (abandoned) {
+        // Drop it (take it over, give it back) and say so; another request may have taken it meanwhile.
+        const retaken = yield* claimKey(leaseStart)
+        if (retaken._tag === "Claimed") {
+          yield* store.release(tenant, key, token).pipe(Effect.mapError(writeUnavailable))
+          return yield* Effect.fail(apiError("result_uncertain"))
+        }
+        return { _tag: "Replayed" as const, response: yield* answerTo(retaken.receipt, resource, fingerprint) }
+      }
       const response = yield* answerTo(claim.receipt, resource, fingerprint)
       return { _tag: "Replayed" as const, response }
     }

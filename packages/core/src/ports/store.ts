@@ -307,6 +307,8 @@ export interface IdempotencyReceipt {
   readonly response: RecordedResponse | null
   /** Epoch ms. */
   readonly expiresAt: number
+  /** When its holder claimed the key (epoch ms): an `in_progress` claim older than its lease was abandoned. */
+  readonly claimedAt: number
 }
 
 export type IdempotencyClaim =
@@ -346,6 +348,13 @@ export class Idempotency extends Context.Tag("@syllabus/core/Idempotency")<
      * progress is given back; a completed receipt was committed with its write and stays.
      */
     readonly release: (tenant: Tenant, key: string, token: string) => Effect.Effect<void, StoreUnavailable>
+    /**
+     * Make every completed receipt of the tenant unreplayable (a sandbox reset removed what
+     * their results describe): each keeps its key and status, loses its body, and is marked
+     * `NOT_REPLAYABLE_HEADER: "result"`. Claims in progress are left as they are (the reset's
+     * own). Joins the caller's unit of work.
+     */
+    readonly voidCompleted: (tenant: Tenant) => Effect.Effect<void, StoreUnavailable>
     /**
      * Retention (§8.3, 48 hours): remove, across all tenants, at most `limit` receipts whose
      * `expiresAt` is at or before `now` (epoch ms), in one short step of its own

@@ -1,7 +1,9 @@
 /**
  * The sandbox's own operations:
  * - `POST /sandbox/resets`: empty the sandbox environment of the caller's account.
- *   Credentials, administrators, settings and the audit trail stay.
+ *   Credentials, administrators, settings and the audit trail stay. Idempotency receipts of
+ *   earlier writes stay too, but their results describe what the reset removed: a retry with
+ *   one of their keys is 409 `result_not_replayable` (a new key runs the request).
  * - `POST /sandbox/events`: emit a sample event of a type of the catalog, so an integration
  *   can see one arrive (events collection, streams, webhooks) without making the change.
  */
@@ -13,7 +15,7 @@ import { ADMINISTRATOR_TYPE, CREDENTIAL_TYPE } from "../access/credentials.js"
 import { apiError, validationFailed, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
 import { planTypesKeptWith } from "../limits/plan-limits.js"
-import { type Json, type JsonObject, Records } from "../ports/store.js"
+import { Idempotency, type Json, type JsonObject, Records } from "../ports/store.js"
 import { idPrefixes, type IdKind } from "../records/ids.js"
 import { Text } from "../records/schema.js"
 import { formatTimestamp } from "../records/time.js"
@@ -37,6 +39,7 @@ export const resetSandbox = Effect.fn("Sandbox.reset")(function* () {
   const removed = yield* records
     .purge(caller.tenant, SANDBOX_KEEPS)
     .pipe(Effect.mapError(writeUnavailable))
+  yield* (yield* Idempotency).voidCompleted(caller.tenant).pipe(Effect.mapError(writeUnavailable))
   yield* recordChange("sandbox.reset", { object: "sandbox_reset", id }, { removed_records: removed })
   return {
     object: "sandbox_reset",
@@ -65,17 +68,28 @@ export interface SampleEventType {
   readonly payload_keys: ReadonlyArray<string>
 }
 
-/** A sample value for a key of a payload: IDs and timestamps look real, names say "Sample", the rest is null. */
-const sampleValue = (key: string, resourceType: string, now: string): Json =>
-  key.endsWith("_at") ? now : key === "name" || key === "title" ? `Sample ${resourceType.replace(/_/g, " ")}` : null
+/**
+ * A valid representation of a resource type, made from the API's description (the caller's:
+ * the description is derived above the use cases); `undefined` for a type it does not describe.
+ */
+export type RepresentationExample = (resourceType: string) => JsonObject | undefined
 
 const isIdKind = (kind: string): kind is IdKind => Object.hasOwn(idPrefixes, kind)
 
-/** The `data.object` of a sample event: the type's payload keys, `object` and a fresh ID of the resource's prefix. */
-const sampleResource = Effect.fnUntraced(function* (entry: SampleEventType) {
+/**
+ * The `data.object` of a sample event: the example of its resource type, so that it has the
+ * shape of a real event's, keeping the type's payload keys the example has, with the current
+ * time in its timestamps and a fresh ID of the resource's prefix. Without an example, the
+ * payload keys with null values.
+ */
+const sampleResource = Effect.fnUntraced(function* (entry: SampleEventType, example: JsonObject | undefined) {
   const now = formatTimestamp(yield* Clock.currentTimeMillis)
   const resource: Record<string, Json> = {}
-  for (const key of entry.payload_keys) resource[key] = sampleValue(key, entry.resource_type, now)
+  for (const key of entry.payload_keys) {
+    if (example !== undefined && !Object.hasOwn(example, key)) continue
+    const value = example?.[key] ?? null
+    resource[key] = key.endsWith("_at") && value !== null ? now : value
+  }
   resource.object = entry.resource_type
   if (isIdKind(entry.resource_type)) resource.id = yield* (yield* Ids).next(entry.resource_type)
   return resource satisfies JsonObject
@@ -89,7 +103,8 @@ const sampleResource = Effect.fnUntraced(function* (entry: SampleEventType) {
  */
 export const triggerSandboxEvent = Effect.fn("Sandbox.triggerEvent")(function* (
   body: TriggerSandboxEventBody,
-  catalog: ReadonlyArray<SampleEventType>
+  catalog: ReadonlyArray<SampleEventType>,
+  exampleOf: RepresentationExample
 ) {
   const caller = yield* Caller
   if (caller.tenant.environment !== "sandbox") return yield* Effect.fail(apiError("sandbox_required"))
@@ -101,7 +116,7 @@ export const triggerSandboxEvent = Effect.fn("Sandbox.triggerEvent")(function* (
       ])
     )
   }
-  const event = yield* emitEvent(entry.type, yield* sampleResource(entry))
+  const event = yield* emitEvent(entry.type, yield* sampleResource(entry, exampleOf(entry.resource_type)))
   yield* recordChange("sandbox.event_triggered", { object: "event", id: String(event.id) }, { type: entry.type })
   return event
 })

@@ -17,7 +17,7 @@ import { Effect, Schema } from "effect"
 import { defineOperation } from "../operation.js"
 import { pageLimit, pageQuery } from "../query.js"
 import { AccountUsageSchema, AuditEntrySchema, CapabilitiesSchema, RequestSchema, SandboxResetSchema } from "../schemas.js"
-import { deprecationList } from "../deprecations.js"
+import { deprecatedParameterList, deprecationList } from "../deprecations.js"
 import { RELEASE, ServerSettings } from "../services.js"
 
 const range = {
@@ -124,7 +124,7 @@ export const platformOperations = [
     path: "/account/usage",
     summary: "Calls per window (1h, 24h, 7d, 30d), per outcome and per credential, with the limits in effect.",
     description:
-      "`limits` are the rate limits of §8.1; `plan` is the account's service plan for this environment: per resource its limit (null: unlimited) and the slots in use (docs/plan-limits.md).",
+      "`limits` are the rate limits (per 60-second window, by scope); `plan` is the account's service plan for this environment: per resource its limit (null: unlimited) and the slots in use (docs/plan-limits.md).",
     tag: "Account",
     capability: "usage.read",
     idempotency: "none",
@@ -173,7 +173,8 @@ export const platformOperations = [
               object: "capabilities",
               release: RELEASE,
               capabilities: [...capabilityCatalog],
-              deprecations: deprecationList(settings)
+              deprecations: deprecationList(settings),
+              deprecated_parameters: deprecatedParameterList()
             }
           }
         }
