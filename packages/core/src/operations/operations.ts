@@ -402,7 +402,7 @@ const itemsOf = (operation: StoredRecord) =>
  * Inside a unit of work of items: the operation must still be ours (else the items' writes
  * roll back with `operation_ownership_lost`); renews the lease and counts the items.
  */
-const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "done" | "failed", by = 1) =>
+const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "done" | "failed" | "unrun", by = 1) =>
   Effect.gen(function* () {
     const records = yield* Records
     const now = yield* Clock.currentTimeMillis
@@ -411,11 +411,14 @@ const holdLease = (operationId: string, tenant: Tenant, owner: string, count: "d
       return yield* Effect.fail(apiError("operation_ownership_lost"))
     }
     const progress = current.data.progress as { done: number; failed: number; total: number }
+    // An item that could not run is a failed one too; it is also counted apart (`UNRUN_ITEMS`).
+    const counted = count === "unrun" ? "failed" : count
+    const unrun = Number(current.data[UNRUN_ITEMS] ?? 0) + (count === "unrun" ? by : 0)
     yield* records.update(
       tenant,
       OPERATION_TYPE,
       operationId,
-      { ...current.data, progress: { ...progress, [count]: progress[count] + by }, lease_until: now + OPERATION_LEASE_MS },
+      { ...current.data, progress: { ...progress, [counted]: progress[counted] + by }, [UNRUN_ITEMS]: unrun, lease_until: now + OPERATION_LEASE_MS },
       { expectedRevision: current.revision }
     )
     return current
@@ -497,7 +500,7 @@ const runOperation = (operation: StoredRecord, owner: string, turn: Effect.Effec
         const recorded = yield* Effect.either(
           uow.transaction(
             Effect.gen(function* () {
-              yield* holdLease(operation.id, operation.tenant, owner, "failed")
+              yield* holdLease(operation.id, operation.tenant, owner, isOutage(failure.code) ? "unrun" : "failed")
               const now = yield* Clock.currentTimeMillis
               yield* records.update(operation.tenant, OPERATION_ITEM_TYPE, item.id, {
                 ...item.data,
@@ -636,6 +639,16 @@ const tallyItems = (operation: StoredRecord) =>
   })
 
 /**
+ * Internal field of an operation: its items that failed because something was down (an outage
+ * a resumption runs again), not because of what they asked. Counted as they fail, with the
+ * lease; a resumption queues them again and starts it over.
+ */
+const UNRUN_ITEMS = "unrun_items"
+
+/** An item's error that says it could not run (something was down), not that what it asked was refused: a state conflict is the latter. */
+const isOutage = (code: string) => isRecoverable(code) && code !== "state_conflict"
+
+/**
  * Items a cancellation marks per unit of work: an operation's million items are canceled in
  * many short transactions, never one over all of them (on PostgreSQL, one SERIALIZABLE
  * transaction over every item filled the cluster's predicate-lock table: issue 23).
@@ -676,6 +689,13 @@ const cancelQueuedItems = (operation: StoredRecord, stillOurs: (current: StoredR
  * The end of a run: succeeded, failed (its error: `refusal`, the first failed item, or
  * `items_failed`), or canceled. A canceled or refused operation's queued items are canceled
  * first, a page at a time.
+ *
+ * One reading for every operation type (docs/operations.md): an operation that ran every item
+ * `succeeded`, even when some items failed on what they asked (a row of an import without an
+ * email): `progress.failed` counts them and each item carries its error, as a bulk job's
+ * "complete" does (Salesforce's Bulk API). It `failed` when it could not run: the source was
+ * refused (`refusal`), or items failed because something was down (an outage), which a
+ * resumption (`POST /operations/{id}/resumptions`) runs again.
  */
 const finishOperation = (operation: StoredRecord, owner: string, caller: CallerInfo, refusal?: ApiError) =>
   Effect.gen(function* () {
@@ -693,7 +713,8 @@ const finishOperation = (operation: StoredRecord, owner: string, caller: CallerI
         // A cancellation asked for after the pages above: its last items (fewer than a page, the run had stopped).
         if (canceled) yield* cancelQueuedItems(operation, ours)
         const { progress, firstFailed } = yield* tallyItems(operation)
-        const status = canceled ? "canceled" : refusal !== undefined || progress.failed > 0 ? "failed" : "succeeded"
+        const unrun = Number(current.data[UNRUN_ITEMS] ?? 0) > 0
+        const status = canceled ? "canceled" : refusal !== undefined || unrun ? "failed" : "succeeded"
         const firstError = firstFailed?.data.error as JsonObject | undefined
         const saved = yield* records.update(
           operation.tenant,
@@ -914,6 +935,7 @@ export const resumeOperation = Effect.fn("Operations.resume")(function* (id: str
     attempt: { ...(record.data.attempt as JsonObject), status: "queued" },
     // A resumption is the client's: the retry budget starts over.
     runs: 0,
+    [UNRUN_ITEMS]: 0,
     progress: { ...progress, failed: progress.failed - recoverable.length },
     error: null,
     finished_at: null
