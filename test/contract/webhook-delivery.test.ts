@@ -83,6 +83,16 @@ const headersOf = (r: Received) => ({
   "webhook-signature": String(r.headers["webhook-signature"])
 })
 
+/** The `v1,` entries of the request's `webhook-signature`. */
+const signaturesOf = (r: Received) => String(r.headers["webhook-signature"]).split(" ")
+
+/**
+ * Whether one of the request's signatures is by `secret` (the package's HMAC; its `verify` would
+ * also refuse a timestamp far from the real clock, which the test clock may be after `advance`).
+ */
+const signedBy = (secret: string, r: Received) =>
+  signaturesOf(r).includes(new Webhook(secret).sign(String(r.headers["webhook-id"]), new Date(Number(r.headers["webhook-timestamp"]) * 1000), r.body))
+
 // ---------------------------------------------------------------------------------------
 // The API
 
@@ -332,9 +342,13 @@ eachStore("webhook delivery", (h) => {
     try {
       for (let i = 0; i < 3; i++) await sandbox(h()).post("/tags", { name: `paced-${Date.now()}-${i}` })
       await eventually(async () => expect(rx.received).toHaveLength(3))
-      const attempts = (await Promise.all((await deliveriesOf(h(), hook)).map((d) => attemptsOf(h(), hook, d.id)))).flat()
+      // The last attempt is recorded once its answer is in, a moment after the receiver had it.
+      const attempts = await eventually(async () => {
+        const all = (await Promise.all((await deliveriesOf(h(), hook)).map((d) => attemptsOf(h(), hook, d.id)))).flat()
+        expect(all).toHaveLength(3)
+        return all
+      })
       const starts = attempts.map((a) => Date.parse(a.started_at)).sort((a, b) => a - b)
-      expect(starts).toHaveLength(3)
       expect(starts[2]! - starts[0]!).toBeGreaterThanOrEqual(1900)
       await switchOff(h(), hook)
     } finally {
@@ -480,6 +494,100 @@ eachStore("webhook delivery", (h) => {
     expect(await deliveriesOf(h(), hook)).toEqual([])
   })
 
+  it("delivery health is not an edit: after deliveries the revision and ETag are unchanged, and a PATCH with the ETag read before succeeds", async () => {
+    const rx = await receiver()
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["showcase.created"] })
+      const before = await sandbox(h()).get(`/webhooks/${hook.id}`)
+      const etag = before.headers.get("etag")!
+      for (const name of ["One", "Two", "Three"]) await sandbox(h()).post("/showcases", { name })
+      await eventually(async () => expect(await healthOf(h(), hook)).toMatchObject({ delivered_24h: 3, pending: 0 }))
+      const after = await sandbox(h()).get(`/webhooks/${hook.id}`)
+      expect(after.headers.get("etag")).toBe(etag)
+      expect(after.body.data.revision).toBe(before.body.data.revision)
+      expect(after.body.data.updated_at).toBe(before.body.data.updated_at)
+      // No webhook.updated event either: the health of a delivery changes nothing a client wrote.
+      expect((await sandbox(h()).get(`/events?resource_id=${hook.id}&type=webhook.updated`)).body.data).toEqual([])
+      const patched = await h().request("PATCH", `/api/v3/webhooks/${hook.id}`, { secret: h().test, json: { description: "busy" }, headers: { "if-match": etag } })
+      expect(patched.status).toBe(200)
+      expect(patched.body.data).toMatchObject({ description: "busy", revision: before.body.data.revision + 1, health: { delivered_24h: 3 } })
+      // The edit kept the health, and the next deliveries count on.
+      await sandbox(h()).post("/showcases", { name: "Four" })
+      await eventually(async () => expect(await healthOf(h(), hook)).toMatchObject({ delivered_24h: 4, pending: 0 }))
+      expect((await sandbox(h()).get(`/webhooks/${hook.id}`)).headers.get("etag")).toBe(patched.headers.get("etag"))
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("a secret rotation keeps the previous secret valid 24 hours: deliveries are signed by both meanwhile, then by the new one only", async () => {
+    const rx = await receiver()
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["tag.updated"] })
+      const tag = (await sandbox(h()).post("/tags", { name: `rotated-${Date.now()}` })).body.data.id
+      const touch = async (n: number) => {
+        await sandbox(h()).patch(`/tags/${tag}`, { name: `rotated-${Date.now()}-${n}` })
+        await eventually(async () => expect(rx.received).toHaveLength(n))
+        return rx.received[n - 1]!
+      }
+      const rotation = await sandbox(h()).post(`/webhooks/${hook.id}/secret-rotations`, {})
+      expect(rotation.status).toBe(200)
+      const next = rotation.body.data.secret.value as string
+      expect(next).not.toBe(hook.secret)
+      // The answer says until when the previous secret is valid: 24 hours after the rotation.
+      const expiresAt = Date.parse(rotation.body.data.previous_secret_expires_at)
+      expect(Math.abs(expiresAt - Date.parse(rotation.body.data.updated_at) - DAY)).toBeLessThan(SECOND)
+      expect((await sandbox(h()).get(`/webhooks/${hook.id}`)).body.data.previous_secret_expires_at).toBe(rotation.body.data.previous_secret_expires_at)
+      // During the grace period: two signatures, and a receiver with either secret accepts the request.
+      const during = await touch(1)
+      expect(signaturesOf(during)).toHaveLength(2)
+      expect(() => new Webhook(hook.secret).verify(during.body, headersOf(during))).not.toThrow()
+      expect(() => new Webhook(next).verify(during.body, headersOf(during))).not.toThrow()
+      // After it: the new secret's signature only.
+      h().advance(DAY)
+      const after = await touch(2)
+      expect(signaturesOf(after)).toHaveLength(1)
+      expect([signedBy(next, after), signedBy(hook.secret, after)]).toEqual([true, false])
+      // Two rotations in a row: the first secret rotated out is dropped (at most two are valid).
+      const second = (await sandbox(h()).post(`/webhooks/${hook.id}/secret-rotations`, {})).body.data.secret.value as string
+      const third = (await sandbox(h()).post(`/webhooks/${hook.id}/secret-rotations`, { previous_secret_expires_in: 3600 })).body.data.secret.value as string
+      const twice = await touch(3)
+      expect([signedBy(third, twice), signedBy(second, twice), signedBy(next, twice), signaturesOf(twice).length]).toEqual([true, true, false, 2])
+      // `0` ends the previous secret at once (a leaked secret).
+      const ended = await sandbox(h()).post(`/webhooks/${hook.id}/secret-rotations`, { previous_secret_expires_in: 0 })
+      expect(ended.body.data.previous_secret_expires_at).toBeNull()
+      const last = await touch(4)
+      expect([signedBy(ended.body.data.secret.value, last), signedBy(third, last), signaturesOf(last).length]).toEqual([true, false, 1])
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
+  it("a webhook subscribed to patterns (`tag.*`, `*.trashed`) receives every event they match, and only those", async () => {
+    const rx = await receiver()
+    try {
+      const hook = await createHook(h(), { url: rx.url, event_types: ["tag.*", "*.trashed"] })
+      const tag = (await sandbox(h()).post("/tags", { name: `pattern-${Date.now()}` })).body.data.id
+      await sandbox(h()).patch(`/tags/${tag}`, { name: `pattern-${Date.now()}-2` })
+      const showcase = (await sandbox(h()).post("/showcases", { name: "Matched when trashed" })).body.data.id
+      await sandbox(h()).del(`/showcases/${showcase}`)
+      const expected = [
+        (await eventOf(h(), tag, "tag.created")).id,
+        (await eventOf(h(), tag, "tag.updated")).id,
+        (await eventOf(h(), showcase, "showcase.trashed")).id
+      ]
+      await eventually(async () => expect(rx.received).toHaveLength(3))
+      await new Promise((r) => setTimeout(r, 600))
+      expect(rx.received.map((r) => String(r.headers["webhook-id"])).sort()).toEqual([...expected].sort())
+      expect(rx.received.map((r) => JSON.parse(r.body).type).sort()).toEqual(["showcase.trashed", "tag.created", "tag.updated"])
+      await switchOff(h(), hook)
+    } finally {
+      await rx.close()
+    }
+  })
+
   it("after the last retry (at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) the delivery is dead and counted in dead_24h", async () => {
     const rx = await receiver(() => ({ status: 503, body: "unavailable" }))
     try {
@@ -595,7 +703,7 @@ describe("webhook sender (Node)", () => {
     body: JSON.stringify({ object: "event", id: "evt_000000001" }),
     messageId: "evt_000000001",
     timestamp: Math.floor(Date.now() / 1000),
-    secret,
+    secrets: [secret],
     timeoutMs: 2000
   })
   const secret = `whsec_${Buffer.from("0123456789abcdef0123456789").toString("base64")}`

@@ -44,7 +44,7 @@ eachStore("webhooks", (h) => {
     expect(res.headers.get("etag")).toBe(`W/"webhook:${webhook.id}:1"`)
     expect(Object.keys(webhook)).toEqual([
       "object", "id", "description", "url", "event_types", "status", "max_per_second", "timeout_ms", "payload_version",
-      "resource_filters", "health", "created_at", "updated_at", "revision", "secret"
+      "resource_filters", "health", "previous_secret_expires_at", "created_at", "updated_at", "revision", "secret"
     ])
     expect(webhook).toMatchObject({
       object: "webhook",
@@ -57,6 +57,7 @@ eachStore("webhooks", (h) => {
       payload_version: 1,
       resource_filters: { product_id: null },
       health: { consecutive_failures: 0, dead_24h: 0, delivered_24h: 0, failed_24h: 0, pending: 0, last_failure_at: null, last_success_at: null },
+      previous_secret_expires_at: null,
       revision: 1
     })
     // Standard Webhooks: `whsec_` and base64 of at least 24 random bytes.
@@ -133,21 +134,28 @@ eachStore("webhooks", (h) => {
     expect(rotate.body.error.code).toBe("idempotency_key_required")
   })
 
-  it("url and event_types are required; event types follow `resource.verb` or `*`, 1 to 1,000", async () => {
+  it("url and event_types are required; event types follow `resource.verb`, a pattern with `*` for a part, or `*`, 1 to 1,000", async () => {
     const missing = await api(h()).post("/webhooks", {})
     expectError(missing, 422, "validation_failed", { field: "url", code: "required" })
     expect(details(missing).sort()).toEqual([["event_types", "required"], ["url", "required"]])
     const empty = await api(h()).post("/webhooks", hook({ event_types: [] }))
     expectError(empty, 422, "validation_failed", { field: "event_types", code: "too_short" })
     expect(details(empty)).toEqual([["event_types", "too_short"]])
-    const malformed = await api(h()).post("/webhooks", hook({ event_types: ["product.created", "Product.Created", "product", "*.created", 7] }))
-    expectError(malformed, 422, "validation_failed", { field: "event_types[1]", code: "invalid_value" })
+    const malformed = await api(h()).post("/webhooks", hook({ event_types: ["product.created", "Product.Created", "product", "prod*.created", "user*", "*.created.x", 7] }))
+    expectError(malformed, 422, "validation_failed", { field: "event_types[1]", code: "invalid_value", reason: "malformed_event_type" })
     expect(details(malformed)).toEqual([
-      ["event_types[1]", "invalid_value"],
-      ["event_types[2]", "invalid_value"],
-      ["event_types[3]", "invalid_value"],
-      ["event_types[4]", "invalid_type"]
+      ["event_types[1]", "invalid_value", "malformed_event_type"],
+      ["event_types[2]", "invalid_value", "malformed_event_type"],
+      ["event_types[3]", "invalid_value", "malformed_event_type"],
+      ["event_types[4]", "invalid_value", "malformed_event_type"],
+      ["event_types[5]", "invalid_value", "malformed_event_type"],
+      ["event_types[6]", "invalid_type"]
     ])
+    // The message says what is accepted.
+    expect(malformed.body.error.details[3].message).toMatch(/user\.\*/)
+    const patterns = await api(h()).post("/webhooks", hook({ event_types: ["user.*", "*.deleted", "product.created"] }))
+    expect(patterns.status).toBe(201)
+    expect(patterns.body.data.event_types).toEqual(["user.*", "*.deleted", "product.created"])
     const tooMany = await api(h()).post("/webhooks", hook({ event_types: Array.from({ length: 1001 }, () => "product.created") }))
     expectError(tooMany, 422, "too_many_items", { field: "event_types", code: "too_many_items" })
     expect(details(tooMany)).toEqual([["event_types", "too_many_items"]])
@@ -291,20 +299,29 @@ eachStore("webhooks", (h) => {
     expect(details(res).sort()).toEqual([["event_types", "too_short"], ["health", "unknown_field"], ["max_per_second", "out_of_range"]])
   })
 
-  it("a secret rotation shows a new secret once (200, ETag); its replay is 409 secret_not_replayable", async () => {
+  it("a secret rotation shows a new secret once (200, ETag) and until when the previous one is valid; its replay is 409 secret_not_replayable", async () => {
     const created = (await api(h()).post("/webhooks", hook())).body.data
     const key = freshKey()
     const rotated = await api(h()).post(`/webhooks/${created.id}/secret-rotations`, undefined, key)
     expect(rotated.status).toBe(200)
     expect(rotated.headers.get("etag")).toBe(`W/"webhook:${created.id}:2"`)
     expect(rotated.body.data).toMatchObject({ id: created.id, url: URL_OK, revision: 2 })
+    // 24 hours by default (deliveries are signed by both meanwhile: webhook-delivery.test.ts).
+    const grace = Date.parse(rotated.body.data.previous_secret_expires_at) - Date.parse(rotated.body.data.updated_at)
+    expect(Math.abs(grace - 24 * 3600 * 1000)).toBeLessThan(1000)
+    const shorter = await api(h()).post(`/webhooks/${created.id}/secret-rotations`, { previous_secret_expires_in: 60 })
+    expect(Date.parse(shorter.body.data.previous_secret_expires_at) - Date.parse(shorter.body.data.updated_at)).toBeLessThan(61_000)
+    const outOfRange = await api(h()).post(`/webhooks/${created.id}/secret-rotations`, { previous_secret_expires_in: 86_401, secret: "whsec_x" })
+    expectError(outOfRange, 422, "validation_failed", { field: "previous_secret_expires_in", code: "out_of_range" })
+    expect(details(outOfRange).sort()).toEqual([["previous_secret_expires_in", "out_of_range"], ["secret", "unknown_field"]])
     expect(rotated.body.data.secret.value).toMatch(/^whsec_/)
     expect(rotated.body.data.secret.value).not.toBe(created.secret.value)
     const replay = await api(h()).post(`/webhooks/${created.id}/secret-rotations`, undefined, key)
     expect(replay.status).toBe(409)
     expect(replay.body.error.code).toBe("secret_not_replayable")
     const read = await api(h()).get(`/webhooks/${created.id}`)
-    expect(read.body.data.revision).toBe(2)
+    expect(read.body.data.revision).toBe(3)
+    expect(read.body.data.previous_secret_expires_at).toBe(shorter.body.data.previous_secret_expires_at)
     expect(read.text).not.toContain("whsec_")
     expectError(await api(h()).post(`/webhooks/whk_000000001/secret-rotations`), 404, "not_found")
   })
@@ -340,7 +357,7 @@ eachStore("webhooks", (h) => {
     expect(listed(await api(h(), token).get("/webhooks?status=active&sort=created_at"))).toEqual([ids[0], ids[2]])
   })
 
-  it("GET /webhooks?event_type= lists the webhooks subscribed to that type or to `*`", async () => {
+  it("GET /webhooks?event_type= lists the webhooks subscribed to that type, to a pattern matching it or to `*`", async () => {
     const token = await freshAccount(h())
     const type = uniqueType()
     const create = async (event_types: ReadonlyArray<string>, status = "active") =>
@@ -350,23 +367,28 @@ eachStore("webhooks", (h) => {
     await create(["product.updated"])
     // A name that merely starts or ends like the type is not a match.
     await create([`${type}x`, `x${type}`])
+    const [resource, verb] = type.split(".")
+    const ofResource = await create([`${resource}.*`])
+    const ofVerb = await create([`*.${verb}`])
+    await create([`${resource}.deleted`, `${resource}x.*`])
     const listed = async (query: string) => (await api(h(), token).get(`/webhooks?sort=created_at&${query}`)).body.data.map((w: { id: string }) => w.id)
-    expect(await listed(`event_type=${type}`)).toEqual([exact, wildcard])
-    expect(await listed(`event_type=${type}&status=active`)).toEqual([exact])
+    expect(await listed(`event_type=${type}`)).toEqual([exact, wildcard, ofResource, ofVerb])
+    expect(await listed(`event_type=${type}&status=active`)).toEqual([exact, ofResource, ofVerb])
     expect(await listed(`event_type=*`)).toEqual([wildcard])
     expect(await listed(`event_type=user.deleted`)).toEqual([wildcard])
     const page = await api(h(), token).get(`/webhooks?sort=created_at&event_type=${type}&limit=1`)
     const rest = await api(h(), token).get(
-      `/webhooks?sort=created_at&event_type=${type}&limit=1&cursor=${encodeURIComponent(page.body.page.next_cursor)}`
+      `/webhooks?sort=created_at&event_type=${type}&limit=3&cursor=${encodeURIComponent(page.body.page.next_cursor)}`
     )
-    expect(rest.body.data.map((w: { id: string }) => w.id)).toEqual([wildcard])
+    expect(rest.body.data.map((w: { id: string }) => w.id)).toEqual([wildcard, ofResource, ofVerb])
     const otherFilter = await api(h(), token).get(`/webhooks?sort=created_at&event_type=user.deleted&limit=1&cursor=${encodeURIComponent(page.body.page.next_cursor)}`)
     expect(otherFilter.status).toBe(400)
     expect(otherFilter.body.error.code).toBe("invalid_cursor")
   })
 
   it("list parameters are checked: bad event_type, status or sort are 422; undeclared ones 400", async () => {
-    for (const query of ["event_type=Product.Created", "event_type=product", "status=paused", "sort=url"]) {
+    // The filter names a type: a pattern is not one.
+    for (const query of ["event_type=Product.Created", "event_type=product", "event_type=product.*", "status=paused", "sort=url"]) {
       const res = await api(h()).get(`/webhooks?${query}`)
       expect([query, res.status, res.body.error.code]).toEqual([query, 422, "validation_failed"])
     }

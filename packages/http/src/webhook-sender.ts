@@ -5,7 +5,8 @@
  * - `webhook-id`: the event ID (the same on every attempt and replay, for de-duplication);
  * - `webhook-timestamp`: seconds since the epoch, when the attempt starts;
  * - `webhook-signature`: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with
- *   the base64-decoded part of the `whsec_` secret.
+ *   the base64-decoded part of the `whsec_` secret; one such entry per valid secret, separated
+ *   by spaces (after a rotation, the previous secret's until its grace period ends).
  *
  * Destination safety, checked when connecting and not only at registration: the name is
  * resolved here, every address it resolves to must be allowed (production: public only;
@@ -55,7 +56,7 @@ export const webhookHeaders = (req: WebhookRequest): Record<string, string> => (
   "user-agent": "Syllabus-Webhooks/1",
   "webhook-id": req.messageId,
   "webhook-timestamp": String(req.timestamp),
-  "webhook-signature": standardWebhookSignature(req.secret, req.messageId, req.timestamp, req.body)
+  "webhook-signature": req.secrets.map((secret) => standardWebhookSignature(secret, req.messageId, req.timestamp, req.body)).join(" ")
 })
 
 const systemResolve = (hostname: string) =>

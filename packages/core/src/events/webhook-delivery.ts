@@ -18,9 +18,14 @@
  *   each (`webhook_delivery_queue`), so a pass costs the same whatever the backlog. Attempts
  *   take slots of the process's background budget (`workers/background.ts`), accounts in
  *   turn and a few at most each, so one account's backlog never delays another's deliveries.
- * - `health` on the webhook is recomputed from the retained deliveries and attempts after
+ * - `health` of the webhook is recomputed from the retained deliveries and attempts after
  *   changes (at most once a second per webhook while they keep coming) and when a counted
- *   item leaves its 24-hour window.
+ *   item leaves its 24-hour window. It is kept in a record of its own (`webhook_health`, the
+ *   webhook's ID), which the webhook's reads show (`beside` of its description): delivery
+ *   health is not an edit, so it never changes the webhook's `revision` or ETag.
+ * - Signatures: every signing secret valid when the attempt starts (`validSecrets`: after a
+ *   rotation, the previous one too until `previous_secret_expires_at`), each a `v1,` entry of
+ *   `webhook-signature`.
  * - Deliveries and attempts are kept 30 days from their creation (404 afterwards).
  * - Replays (`POST /webhooks/{id}/replays`) make new deliveries (origin `replay`) of events
  *   still retained, with the JSON recorded when they occurred.
@@ -40,8 +45,11 @@ import {
   type Json,
   type JsonObject,
   Records,
+  type RevisionConflict,
   type StoredRecord,
+  type StoreUnavailable,
   type Tenant,
+  type UniqueViolation,
   UnitOfWork,
   type Where
 } from "../ports/store.js"
@@ -50,6 +58,7 @@ import { DAY, formatTimestamp, HOUR, MINUTE, parseTimestamp, SECOND } from "../r
 import { inOrder } from "../records/views.js"
 import { backgroundBudget, yieldToEventLoop } from "../workers/background.js"
 import { EVENT_RETENTION_MS, EVENT_TYPE, eventForReader, eventView } from "./events.js"
+import { validSecrets } from "./signing-secrets.js"
 
 /** The destination rules of registration, also checked by senders when they connect. */
 export { type DestinationProblem, destinationPort, destinationProblem, isLoopbackDestination } from "./webhooks-destination.js"
@@ -57,6 +66,18 @@ export { type DestinationProblem, destinationPort, destinationProblem, isLoopbac
 export const WEBHOOK_TYPE = "webhook"
 export const WEBHOOK_DELIVERY_TYPE = "webhook_delivery"
 export const WEBHOOK_ATTEMPT_TYPE = "webhook_delivery_attempt"
+/** A webhook's delivery health (internal, same ID as the webhook): `{ health, health_refresh_at }`. */
+export const WEBHOOK_HEALTH_TYPE = "webhook_health"
+/** The health of a webhook without deliveries. */
+export const NO_HEALTH = {
+  consecutive_failures: 0,
+  dead_24h: 0,
+  delivered_24h: 0,
+  failed_24h: 0,
+  pending: 0,
+  last_failure_at: null,
+  last_success_at: null
+} satisfies JsonObject
 /**
  * The due-time queue of a tenant's deliveries (internal, one record per tenant): `due_at` is at
  * or before the earliest `due_at` of its deliveries (null: none is waiting), so that workers
@@ -128,8 +149,11 @@ export interface WebhookRequest {
   readonly messageId: string
   /** Standard Webhooks `webhook-timestamp`, in seconds. */
   readonly timestamp: number
-  /** The webhook's signing secret, `whsec_<base64>`. */
-  readonly secret: string
+  /**
+   * The webhook's signing secrets valid now, `whsec_<base64>`: the current one first, then the
+   * one a rotation replaced while its grace period runs. One signature each.
+   */
+  readonly secrets: ReadonlyArray<string>
   readonly timeoutMs: number
 }
 
@@ -173,13 +197,27 @@ export const maskExcerpt = (text: string | null): string | null => {
 const stringList = (value: Json | undefined): ReadonlyArray<string> =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []
 
+/** A subscription to every event type. */
+export const ALL_EVENTS = "*"
+
 /**
- * Subscribed to the type (or `*`), and inside its resource filters: the event's resource belongs
- * to one of its products (its anchors, access/scope.ts: a product, or what a product holds).
+ * The subscriptions that take events of `type` (`user.created`): the type itself, a pattern with
+ * `*` for either part or both (`user.*`, `*.created`, `*.*`) and `*`. For `*`: those to every type.
+ */
+export const subscriptionsOf = (type: string): ReadonlyArray<string> => {
+  if (type === ALL_EVENTS) return [ALL_EVENTS, "*.*"]
+  const [resource, verb] = type.split(".")
+  return [type, `${resource}.*`, `*.${verb}`, "*.*", ALL_EVENTS]
+}
+
+/**
+ * Subscribed to the type (or to a pattern matching it), and inside its resource filters: the
+ * event's resource belongs to one of its products (its anchors, access/scope.ts: a product, or
+ * what a product holds).
  */
 export const webhookReceives = (webhook: JsonObject, event: JsonObject): boolean => {
   const types = stringList(webhook.event_types)
-  if (!types.includes("*") && !types.includes(String(event.type))) return false
+  if (!subscriptionsOf(String(event.type)).some((subscription) => types.includes(subscription))) return false
   const products = (webhook.resource_filters as JsonObject | null)?.product_id
   if (Array.isArray(products)) {
     const resource = ((event.data as JsonObject | null)?.object ?? {}) as JsonObject
@@ -395,10 +433,17 @@ const firstBy = (tenant: Tenant, type: string, where: ReadonlyArray<Where>, dire
     records.list(tenant, type, { where, sort: { field: "finished_at", kind: "text", direction }, limit: 1 })
   ).pipe(Effect.map((rows) => (rows[0] ? String(rows[0].data.finished_at) : null)))
 
+/** Whether the kept health says this already (field by field: a store may reorder an object's keys). */
+const sameHealth = (kept: JsonObject, health: JsonObject, refreshAt: number | null) => {
+  const before = (kept.health ?? {}) as JsonObject
+  return (kept.health_refresh_at ?? null) === refreshAt && Object.keys(health).every((field) => before[field] === health[field])
+}
+
 /**
- * Recompute the `health` of a webhook from its retained deliveries and attempts, and save it
- * when it changed (no event: health is not an edit). `health_refresh_at` is when a counted
- * item leaves its 24-hour window, for the worker to recompute then.
+ * Recompute the `health` of a webhook from its retained deliveries and attempts, and save it in
+ * its own record when it changed (not an edit of the webhook: no revision, no event).
+ * `health_refresh_at` is when a counted item leaves its 24-hour window, for the worker to
+ * recompute then.
  */
 export const refreshHealth = (tenant: Tenant, webhookId: string) =>
   Effect.gen(function* () {
@@ -430,17 +475,27 @@ export const refreshHealth = (tenant: Tenant, webhookId: string) =>
       yield* firstBy(tenant, WEBHOOK_ATTEMPT_TYPE, failed, "asc")
     ].filter((t): t is string => t !== null)
     const refreshAt = oldest.length === 0 ? null : Math.min(...oldest.map((t) => Date.parse(t) + WINDOW_MS)) + 1
+    const data: JsonObject = { health, health_refresh_at: refreshAt }
+    /** Removed for good (its health went with it): a health written beside the removal goes too. */
+    const removedWebhook = Effect.gen(function* () {
+      if (yield* records.get(tenant, WEBHOOK_TYPE, webhookId)) return false
+      yield* records.remove(tenant, WEBHOOK_HEALTH_TYPE, webhookId)
+      return true
+    })
+    if (yield* removedWebhook) return
     for (let tries = 0; tries < 5; tries++) {
-      const webhook = yield* records.get(tenant, WEBHOOK_TYPE, webhookId)
-      if (!webhook) return
-      if (JSON.stringify(webhook.data.health) === JSON.stringify(health) && (webhook.data.health_refresh_at ?? null) === refreshAt) return
-      const saved = yield* records
-        .update(tenant, WEBHOOK_TYPE, webhookId, { ...webhook.data, health, health_refresh_at: refreshAt }, { expectedRevision: webhook.revision })
-        .pipe(
-          Effect.as(true),
-          Effect.catchTags({ RevisionConflict: () => Effect.succeed(false), UniqueViolation: () => Effect.succeed(false) })
-        )
-      if (saved) return
+      const kept = yield* records.get(tenant, WEBHOOK_HEALTH_TYPE, webhookId)
+      if (kept && sameHealth(kept.data, health, refreshAt)) return
+      const write: Effect.Effect<StoredRecord, StoreUnavailable | UniqueViolation | RevisionConflict> = kept
+        ? records.update(tenant, WEBHOOK_HEALTH_TYPE, webhookId, data, { expectedRevision: kept.revision })
+        : records.insert(tenant, WEBHOOK_HEALTH_TYPE, webhookId, data)
+      const saved = yield* write.pipe(
+        Effect.as(true),
+        Effect.catchTags({ RevisionConflict: () => Effect.succeed(false), UniqueViolation: () => Effect.succeed(false) })
+      )
+      if (!saved) continue
+      if (!kept) yield* removedWebhook
+      return
     }
   })
 
@@ -547,7 +602,7 @@ const attemptDelivery = (candidate: StoredRecord, context: AttemptContext) =>
       body: String(candidate.data.body),
       messageId: String(candidate.data.event_id),
       timestamp: Math.floor(startedAt / 1000),
-      secret: String(webhook.data.secret),
+      secrets: validSecrets(webhook.data, startedAt),
       timeoutMs
     })
     const finishedAt = Math.max(yield* Clock.currentTimeMillis, startedAt + response.durationMs)
@@ -618,7 +673,7 @@ export const webhookDeliveryAccessPaths: ReadonlyArray<AccessPath> = [
   // The sweep for deliveries due in a tenant whose queue does not say so (written before it existed).
   housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "due_at", kind: "number" }]),
   housekeepingPath(WEBHOOK_DELIVERY_TYPE, ["status"], [{ field: "lease_until", kind: "number" }]),
-  housekeepingPath(WEBHOOK_TYPE, [], [{ field: "health_refresh_at", kind: "number" }]),
+  housekeepingPath(WEBHOOK_HEALTH_TYPE, [], [{ field: "health_refresh_at", kind: "number" }]),
   // A webhook's deliveries, and a delivery's attempts.
   listPath(WEBHOOK_DELIVERY_TYPE, ["webhook_id"], [{ field: "id", kind: "text" }]),
   listPath(WEBHOOK_ATTEMPT_TYPE, ["delivery_id"], [{ field: "id", kind: "text" }]),
@@ -825,7 +880,7 @@ export const webhookDeliveryWorker = (interval: "200 millis" | `${number} millis
           DUE_TENANTS
         )
         for (const queue of queues) markDue(queue.tenant)
-        const stale = yield* records.scan(WEBHOOK_TYPE, [{ field: "health_refresh_at", op: "lte", value: now }], 100)
+        const stale = yield* records.scan(WEBHOOK_HEALTH_TYPE, [{ field: "health_refresh_at", op: "lte", value: now }], 100)
         for (const w of stale) yield* health.touch(w.tenant, w.id)
         if (now >= nextSweep) {
           nextSweep = now + SWEEP_MS

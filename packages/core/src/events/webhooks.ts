@@ -3,19 +3,30 @@
  * with their event types, resource filters, rate, timeout and the event `payload_version`
  * pinned at creation. Each has a Standard Webhooks signing secret (`whsec_…`), shown once at
  * creation and at each rotation, and kept in its record (delivery signs with it) but never
- * in a representation, an event or a list. Delivery itself is the events issue's.
+ * in a representation, an event or a list. A rotation keeps the previous secret valid for a
+ * grace period (24 hours by default, `signing-secrets.ts`), during which deliveries carry a
+ * signature by each.
+ *
+ * - Event types: names (`product.created`) or patterns with `*` for a whole part
+ *   (`product.*`, `*.deleted`; `*` alone: every type), the shapes `syllabus events tail` takes.
+ *   A partial wildcard (`prod*.created`) or another shape is 422 `invalid_value`, reason
+ *   `malformed_event_type`. No type catalog check: a name no event has yet is kept, as a type
+ *   of a later release may be.
+ * - `health` is not part of the webhook's record: deliveries rewrite it in a record of its own
+ *   (`webhook-delivery.ts`), so it never changes the webhook's `revision`, ETag or events; an
+ *   `If-Match` read before any number of deliveries still matches. Nothing switches a webhook
+ *   off by itself: `status` changes only by a client's write.
  *
  * The derived routes serve get, update and delete; create (the secret shown once), the list
  * (the `event_type` filter) and secret rotations are operations of the group.
  */
-import { Effect, Encoding, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Caller } from "../access/context.js"
 import { covers } from "../access/policies.js"
 import { READ_PERSONAL } from "../access/scope.js"
 import { products } from "../catalog/products.js"
-import { apiError, readUnavailable } from "../errors/errors.js"
+import { apiError, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import type { OperationKind } from "../operations/operations.js"
-import { Crypto } from "../ports/crypto.js"
 import { type JsonObject, Records, type StoredRecord, type Where } from "../ports/store.js"
 import {
   createResource,
@@ -32,21 +43,35 @@ import {
 import { Enum, Integer, List, PublicId, Text } from "../records/schema.js"
 import { recordChange } from "../trail/audit.js"
 import { emitEvent, EVENT_VERSION, EVENTS_READ, previousAttributes } from "./events.js"
+import {
+  firstSecretFields,
+  newSigningSecret,
+  PreviousSecretExpiresAt,
+  PreviousSecretExpiresIn,
+  rotatedSecretFields,
+  SECRET_FIELDS
+} from "./signing-secrets.js"
 import { destinationProblem } from "./webhooks-destination.js"
-import { SHOWS_PERSONAL_DATA } from "./webhook-delivery.js"
+import { ALL_EVENTS, NO_HEALTH, SHOWS_PERSONAL_DATA, subscriptionsOf, WEBHOOK_HEALTH_TYPE } from "./webhook-delivery.js"
 
 // ---------------------------------------------------------------------------------------
 // Fields
 
 const Status = Enum("active", "inactive")
 const EVENT_TYPE_PATTERN = /^[a-z_]+\.[a-z_]+$/
-/** Every event type: `*`. */
-const ALL_EVENTS = "*"
+/** A subscription: a name or `*` for each part, or `*` alone. */
+const SUBSCRIPTION_PATTERN = /^(\*|[a-z_]+)\.(\*|[a-z_]+)$/
 
-/** An event type (`product.created`) or `*` for every type. */
+/** An event type (`product.created`) or `*` for every type: what `GET /webhooks?event_type=` names. */
 export const EventTypeName = Schema.String.annotations({ message: () => "invalid_type|expected=string" }).pipe(
   Schema.filter((s) => (s.length <= 100 && (s === ALL_EVENTS || EVENT_TYPE_PATTERN.test(s))) || "invalid_value"),
   Schema.annotations({ jsonSchema: { type: "string", pattern: "^([a-z_]+\\.[a-z_]+|\\*)$", maxLength: 100 } })
+)
+
+/** What a webhook subscribes to: an event type, or a pattern with `*` for a whole part (`product.*`, `*.deleted`, `*`). */
+const EventTypeSubscription = Schema.String.annotations({ message: () => "invalid_type|expected=string" }).pipe(
+  Schema.filter((s) => (s.length <= 100 && (s === ALL_EVENTS || SUBSCRIPTION_PATTERN.test(s))) || "invalid_value|reason=malformed_event_type"),
+  Schema.annotations({ jsonSchema: { type: "string", pattern: "^((\\*|[a-z_]+)\\.(\\*|[a-z_]+)|\\*)$", maxLength: 100 } })
 )
 
 const NonEmpty = <A, I>(list: Schema.Schema<ReadonlyArray<A>, I>) =>
@@ -55,8 +80,9 @@ const NonEmpty = <A, I>(list: Schema.Schema<ReadonlyArray<A>, I>) =>
     Schema.annotations({ jsonSchema: { minItems: 1 } })
   )
 
-const EventTypes = NonEmpty(List(EventTypeName)).annotations({
-  description: "Event types delivered (`product.created`), or `*` for all; 1 to 1,000."
+const EventTypes = NonEmpty(List(EventTypeSubscription)).annotations({
+  description:
+    "Event types delivered, 1 to 1,000: names (`product.created`) or patterns with `*` for a whole part (`product.*`: every event of products; `*.deleted`: every removal; `*`: every type). A partial wildcard (`prod*.created`) is 422 `invalid_value`, reason `malformed_event_type`."
 })
 
 const ResourceFiltersBody = Schema.Struct({
@@ -92,15 +118,6 @@ const Timestamp = Schema.String.annotations({ jsonSchema: { type: "string", form
 
 const DEFAULT_MAX_PER_SECOND = 10
 const DEFAULT_TIMEOUT_MS = 10_000
-const noHealth = {
-  consecutive_failures: 0,
-  dead_24h: 0,
-  delivered_24h: 0,
-  failed_24h: 0,
-  pending: 0,
-  last_failure_at: null,
-  last_success_at: null
-}
 
 export const CreateWebhookBody = Schema.Struct({
   url: Url,
@@ -207,7 +224,11 @@ export const webhooks: ResourceDefinition = defineResource({
       pending: Schema.Int,
       last_failure_at: Schema.NullOr(Timestamp),
       last_success_at: Schema.NullOr(Timestamp)
-    }).annotations({ description: "Delivery counts of the last 24 hours; zero and `null` until deliveries exist." })
+    }).annotations({
+      description:
+        "Delivery counts of the last 24 hours; zero and `null` until deliveries exist. Kept by the deliveries, not an edit: it changes neither `revision` nor the ETag."
+    }),
+    previous_secret_expires_at: PreviousSecretExpiresAt("valid: deliveries carry a signature by each secret until then")
   },
   create: CreateWebhookBody,
   update: UpdateWebhookBody,
@@ -224,8 +245,7 @@ export const webhooks: ResourceDefinition = defineResource({
           timeout_ms: body.timeout_ms ?? DEFAULT_TIMEOUT_MS,
           payload_version: body.payload_version ?? EVENT_VERSION,
           resource_filters: resourceFilters(body.resource_filters),
-          health: noHealth,
-          secret,
+          ...firstSecretFields(secret),
           ...personal
         }))
   },
@@ -244,9 +264,13 @@ export const webhooks: ResourceDefinition = defineResource({
         if (data.url === previous?.url) return
         const reason = destinationProblem(String(data.url), (yield* Caller).tenant.environment)
         if (reason) return yield* Effect.fail(ruleViolation([{ field: "url", code: "invalid_value", reason }]))
-      })
+      }),
+    // Removed for good: its health goes with it.
+    afterDelete: (record) =>
+      Effect.flatMap(Records, (records) => records.remove(record.tenant, WEBHOOK_HEALTH_TYPE, record.id)).pipe(Effect.mapError(writeUnavailable))
   },
-  hidden: ["secret", "event_types_index", SHOWS_PERSONAL_DATA],
+  hidden: [...SECRET_FIELDS, "event_types_index", SHOWS_PERSONAL_DATA],
+  beside: { type: WEBHOOK_HEALTH_TYPE, defaults: { health: NO_HEALTH } },
   trash: false,
   revision: "integer",
   filters: { status: equalsFilter("status", Status) },
@@ -259,9 +283,6 @@ export const webhooksOperationKinds: Readonly<Record<string, OperationKind>> = {
 
 // ---------------------------------------------------------------------------------------
 // Use cases beyond the derived ones
-
-/** Standard Webhooks: `whsec_` and the base64 of 24 random bytes (a gateway's notification secret too, sales/gateways.ts). */
-export const newSigningSecret = Effect.map(Crypto, (crypto) => `whsec_${Encoding.encodeBase64(crypto.randomBytes(24))}`)
 
 /** A resource's representation with its signing secret shown once (`secret.value`, as on credentials): webhooks, gateways. */
 export const viewWithSecret = (definition: ResourceDefinition, record: StoredRecord) => ({
@@ -277,21 +298,31 @@ export const createWithSigningSecret = <Body extends object>(definition: Resourc
     return { record, view: viewWithSecret(definition, record) }
   })
 
-const withSecret = (record: StoredRecord) => viewWithSecret(webhooks, record)
+/**
+ * A new signing secret for a resource that signs (webhooks, gateways), shown in this answer
+ * only; the one it replaces stays valid `graceSeconds` more (`signing-secrets.ts`). Audit entry
+ * and event `<type>.secret_rotated`.
+ */
+export const rotateSigningSecret = (definition: ResourceDefinition, id: string, graceSeconds: number | undefined) =>
+  Effect.gen(function* () {
+    const current = yield* loadResource(definition, undefined, id)
+    if (current.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
+    const saved = yield* saveResource(definition, current, { ...current.data, ...(yield* rotatedSecretFields(current.data, graceSeconds)) }, undefined)
+    const after = resourceView(definition, saved)
+    yield* recordChange(`${definition.type}.secret_rotated`, { object: definition.type, id })
+    yield* emitEvent(`${definition.type}.secret_rotated`, after, previousAttributes(resourceView(definition, current), after))
+    return { record: saved, view: viewWithSecret(definition, saved) }
+  })
 
 export const createWebhook = (body: CreateBody) => createWithSigningSecret(webhooks, body satisfies Omit<CreateInput, "signing_secret">)
 
-/** A new secret replaces the current one at once; its value is in this response only. */
-export const rotateWebhookSecret = (id: string) =>
-  Effect.gen(function* () {
-    const current = yield* loadResource(webhooks, undefined, id)
-    const secret = yield* newSigningSecret
-    const saved = yield* saveResource(webhooks, current, { ...current.data, secret }, undefined)
-    const after = resourceView(webhooks, saved)
-    yield* recordChange("webhook.secret_rotated", { object: "webhook", id })
-    yield* emitEvent("webhook.secret_rotated", after, previousAttributes(resourceView(webhooks, current), after))
-    return { record: saved, view: withSecret(saved) }
-  })
+export const WebhookSecretRotationBody = Schema.Struct({ previous_secret_expires_in: PreviousSecretExpiresIn }).annotations({
+  identifier: "WebhookSecretRotationBody"
+})
+
+/** `POST /webhooks/{id}/secret-rotations`: the previous secret stays valid 24 hours unless `previous_secret_expires_in` says less. */
+export const rotateWebhookSecret = (id: string, body: typeof WebhookSecretRotationBody.Type) =>
+  rotateSigningSecret(webhooks, id, body.previous_secret_expires_in)
 
 const PAGE = 1000
 
@@ -315,12 +346,14 @@ const idsWhere = (where: ReadonlyArray<Where>) =>
     }
   })
 
-/** The webhooks that receive events of `type`: subscribed to it or to `*`. */
+/** The webhooks that receive events of `type`: subscribed to it, to a pattern matching it, or to `*`. */
 const subscribersOf = (type: string) =>
   Effect.gen(function* () {
-    const named = yield* idsWhere([{ field: "event_types_index", op: "contains", value: eventTypesIndex([type]) }])
-    const all = type === ALL_EVENTS ? [] : yield* idsWhere([{ field: "event_types_index", op: "contains", value: eventTypesIndex([ALL_EVENTS]) }])
-    return new Set([...named, ...all])
+    const ids = new Set<string>()
+    for (const subscription of subscriptionsOf(type)) {
+      for (const id of yield* idsWhere([{ field: "event_types_index", op: "contains", value: eventTypesIndex([subscription]) }])) ids.add(id)
+    }
+    return ids
   })
 
 export interface WebhookListInput {
@@ -331,7 +364,10 @@ export interface WebhookListInput {
   readonly event_type: string | undefined
 }
 
-/** §4.3 `GET /webhooks`: newest first by default; `event_type` narrows the visible set before pagination. */
+/**
+ * §4.3 `GET /webhooks`: newest first by default; `event_type` (a name, or `*`: subscribed to
+ * every type) narrows the visible set before pagination.
+ */
 export const listWebhooks = (input: WebhookListInput) =>
   Effect.gen(function* () {
     const subscribers = input.event_type === undefined

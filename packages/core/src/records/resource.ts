@@ -165,6 +165,14 @@ export interface ResourceDefinition<
   /** Fields stored but never shown (e.g. a password hash). */
   readonly hidden?: ReadonlyArray<string>
   /**
+   * Fields of the representation kept in a record of their own beside the resource's (of
+   * `type`, same ID and tenant), which the platform rewrites without a new revision of the
+   * resource, its ETag or an event (a webhook's delivery `health`). The use cases read them with
+   * the resource (`defaults` until that record exists); the resource's own writes never store
+   * them.
+   */
+  readonly beside?: { readonly type: string; readonly defaults: JsonObject }
+  /**
    * Derived routes the resource replaces with its own (e.g. a create that answers a secret
    * once); the description still drives everything else (schemas, events, batches).
    */
@@ -453,6 +461,32 @@ export const referenceProblems = (
 // Use cases
 
 
+/** The records with the fields their description keeps beside them (`beside`), as they are now. */
+const withBeside = (definition: ResourceDefinition, tenant: Tenant, list: ReadonlyArray<StoredRecord>) =>
+  Effect.gen(function* () {
+    const beside = definition.beside
+    if (beside === undefined || list.length === 0) return list
+    const records = yield* Records
+    const kept = new Map((yield* records.getMany(tenant, beside.type, list.map((r) => r.id))).map((r) => [r.id, r.data]))
+    return list.map((record): StoredRecord => {
+      const fields = Object.entries(beside.defaults).map(([field, empty]) => [field, kept.get(record.id)?.[field] ?? empty] as const)
+      return { ...record, data: { ...record.data, ...Object.fromEntries(fields) } }
+    })
+  })
+
+/** Data as a write of the resource stores it: without the fields kept beside it. */
+const withoutBeside = (definition: ResourceDefinition, data: JsonObject): JsonObject =>
+  definition.beside === undefined
+    ? data
+    : Object.fromEntries(Object.entries(data).filter(([field]) => !(field in definition.beside!.defaults)))
+
+/** A record just written, with the fields kept beside it; a failure to read them is the write's. */
+const writtenWithBeside = (definition: ResourceDefinition, record: StoredRecord) =>
+  withBeside(definition, record.tenant, [record]).pipe(
+    Effect.map(([one]) => one!),
+    Effect.mapError(writeUnavailable)
+  )
+
 /** The record of a resource in the caller's tenant (and under `parentId`), or 404. */
 export const loadResource = (definition: ResourceDefinition, parentId: string | undefined, id: string) =>
   Effect.gen(function* () {
@@ -462,7 +496,8 @@ export const loadResource = (definition: ResourceDefinition, parentId: string | 
     if (!record || (definition.parent && record.data[definition.parent.field] !== parentId)) {
       return yield* Effect.fail(apiError("not_found"))
     }
-    return record
+    const [loaded] = yield* withBeside(definition, caller.tenant, [record]).pipe(Effect.mapError(readUnavailable))
+    return loaded!
   })
 
 /** The parent (and its ancestors) must exist in the caller's tenant and not be trashed. */
@@ -594,7 +629,8 @@ export const listResources = (definition: ResourceDefinition, input: ListInput) 
       cursor: input.cursor,
       collection: `${definition.path}:${JSON.stringify([input.parentIds, input.deleted, input.q ?? null, input.filters])}`
     }).pipe(Effect.catchTag("StoreUnavailable", (e) => Effect.fail(readUnavailable(e))))
-    return { data: items.map((r) => resourceView(definition, r)), page }
+    const shown = yield* withBeside(definition, caller.tenant, items).pipe(Effect.mapError(readUnavailable))
+    return { data: shown.map((r) => resourceView(definition, r)), page }
   })
 
 /** A trashed record is not found (§7 `not_found`: "missing, deleted, or out of scope"); the trash is a list. */
@@ -631,7 +667,7 @@ export const createResource = (
     if (definition.rules?.check) yield* definition.rules.check(fields, null)
     const at = formatTimestamp(now)
     const outermost = outermostParent(definition)
-    const data: JsonObject = withIndexes(definition, {
+    const data: JsonObject = withIndexes(definition, withoutBeside(definition, {
       object: definition.type,
       id,
       // A deeper nested record keeps its outermost parent too (not shown): its scope's anchor.
@@ -641,15 +677,16 @@ export const createResource = (
       created_at: at,
       updated_at: at,
       deleted: false
-    })
+    }))
     // The account's plan may cap this type (409 `plan_limit_reached`), checked in this unit of work.
     yield* requirePlanSlot(caller.tenant, definition.type)
-    const record = yield* records.insert(caller.tenant, definition.type, id, data, uniqueKeys(definition, data)).pipe(
+    const inserted = yield* records.insert(caller.tenant, definition.type, id, data, uniqueKeys(definition, data)).pipe(
       Effect.catchTags({
         UniqueViolation: (e) => Effect.fail(fieldError("already_exists", e.name)),
         StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
       })
     )
+    const record = yield* writtenWithBeside(definition, inserted)
     if (definition.rules?.afterCreate) yield* definition.rules.afterCreate(record)
     yield* recordResourceChange(definition, "created", resourceView(definition, record), null, anchorsOf(definition, record.data, parentIds))
     return record
@@ -666,8 +703,8 @@ export const saveResource = (
     const caller = yield* Caller
     const records = yield* Records
     const now = yield* Clock.currentTimeMillis
-    const next = withIndexes(definition, { ...data, updated_at: formatTimestamp(now) })
-    return yield* records
+    const next = withIndexes(definition, withoutBeside(definition, { ...data, updated_at: formatTimestamp(now) }))
+    const saved = yield* records
       .update(caller.tenant, definition.type, record.id, next, {
         expectedRevision: expectedRevision ?? record.revision,
         uniques: uniqueKeys(definition, next)
@@ -679,6 +716,7 @@ export const saveResource = (
           StoreUnavailable: (e) => Effect.fail(writeUnavailable(e))
         })
       )
+    return yield* writtenWithBeside(definition, saved)
   })
 
 /** Is this record a copy from another account (3.3.0)? */

@@ -30,10 +30,11 @@
 import { Clock, Effect, Encoding } from "effect"
 import { Caller, type CallerInfo } from "../access/context.js"
 import { type ApiError, apiError } from "../errors/errors.js"
+import { validSecrets } from "../events/signing-secrets.js"
 import { Crypto } from "../ports/crypto.js"
 import { type StoredRecord, UnitOfWork } from "../ports/store.js"
 import { isId } from "../records/ids.js"
-import { findGatewayById, secretKey, validSecrets } from "./gateways.js"
+import { findGatewayById, secretKey } from "./gateways.js"
 import { findSalesEvent, type Notification, recordSalesEvent } from "./sales-events.js"
 
 /** A signed timestamp is accepted this far from the server's clock, either way (Standard Webhooks' default). */
@@ -75,7 +76,7 @@ export const verifyNotificationSignature = (gateway: StoredRecord | undefined, h
       .split(" ")
       .filter((part) => part.startsWith("v1,"))
       .map((part) => part.slice(3))
-    const secrets = gateway === undefined ? [NO_GATEWAY_SECRET] : validSecrets(gateway, now)
+    const secrets = gateway === undefined ? [NO_GATEWAY_SECRET] : validSecrets(gateway.data, now)
     const expected = secrets.map((secret) => Encoding.encodeBase64(crypto.hmacSha256(secretKey(secret), signed)))
     const matches = gateway !== undefined && offered.some((candidate) => expected.some((value) => crypto.safeEqual(candidate, value)))
     if (!matches) return yield* Effect.fail(unauthenticated("signature_invalid"))

@@ -19,7 +19,7 @@
  *   `POST /sales/gateways/{id}/secret-rotations`. As Stripe does, a rotation keeps the previous
  *   secret valid for a grace period (`previous_secret_expires_in`, 0 to 86,400 seconds,
  *   default 86,400), so the gateway's side can be switched without losing notifications; `0`
- *   ends it at once (a leaked secret).
+ *   ends it at once (a leaked secret). The rule is the webhooks' too (events/signing-secrets.ts).
  * - `status` `active` or `disabled`: a disabled gateway's notifications are refused (409).
  * - The notification endpoint names only the gateway, before any credential or tenant is known:
  *   a `gateway_route` record beside each gateway holds a global unique key on its ID, which
@@ -29,24 +29,13 @@
  *   secret must always be replaceable), and notifications are still recorded.
  * - Trash: a trashed gateway takes no notification (404) and keeps its sales events.
  */
-import { Clock, Effect, Encoding, Option, Schema } from "effect"
+import { Effect, Encoding, Schema } from "effect"
 import { apiError, type DetailItem, readUnavailable, writeUnavailable } from "../errors/errors.js"
-import { emitEvent, previousAttributes } from "../events/events.js"
-import { createWithSigningSecret, newSigningSecret, viewWithSecret } from "../events/webhooks.js"
-import { type Json, type JsonObject, Records, type StoredRecord } from "../ports/store.js"
-import {
-  createResource,
-  defineResource,
-  equalsFilter,
-  loadResource,
-  type ResourceDefinition,
-  resourceView,
-  ruleViolation,
-  saveResource
-} from "../records/resource.js"
-import { Enum, Integer, Text } from "../records/schema.js"
-import { formatTimestamp, parseTimestamp } from "../records/time.js"
-import { recordChange } from "../trail/audit.js"
+import { firstSecretFields, PreviousSecretExpiresAt, PreviousSecretExpiresIn, SECRET_FIELDS } from "../events/signing-secrets.js"
+import { createWithSigningSecret, rotateSigningSecret } from "../events/webhooks.js"
+import { type Json, type JsonObject, Records } from "../ports/store.js"
+import { createResource, defineResource, equalsFilter, type ResourceDefinition, ruleViolation } from "../records/resource.js"
+import { Enum, Text } from "../records/schema.js"
 import { requireSalesFeature } from "./features.js"
 
 export const GATEWAY_TYPE = "gateway"
@@ -67,8 +56,6 @@ export const gatewayCredentialKeys: Readonly<Record<Exclude<GatewayKind, "generi
 const CREDENTIAL_KEY_PATTERN = /^[a-z][a-z0-9_]{0,62}$/
 /** At most this many keys per gateway. */
 export const CREDENTIALS_MAX = 20
-/** Seconds a rotated-out secret stays valid, at most and by default (Stripe's 24 hours). */
-export const ROTATION_GRACE_MAX_SECONDS = 86_400
 
 const Status = Enum("active", "disabled")
 const Kind = Enum(...gatewayKinds)
@@ -123,8 +110,6 @@ const credentialFields = (values: Readonly<Record<string, string>>) => ({ creden
 /** The create body as `createGateway` passes it, with the secret it generated (a client cannot send it: bodies are strict). */
 type CreateInput = CreateBody & { readonly signing_secret?: string }
 
-const WireTimestamp = Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } })
-
 export const gateways: ResourceDefinition = defineResource({
   type: GATEWAY_TYPE,
   idKind: "gateway",
@@ -141,9 +126,7 @@ export const gateways: ResourceDefinition = defineResource({
     notification_path: Schema.String.annotations({
       description: "Where the gateway sends its signed notifications, on this server's origin, outside `/api/v3`: `/gateways/{gateway_id}/notifications`."
     }),
-    previous_secret_expires_at: Schema.NullOr(WireTimestamp).annotations({
-      description: "After a secret rotation, until when the previous signing secret is still accepted (once past, it is not); `null` when only the current one is."
-    })
+    previous_secret_expires_at: PreviousSecretExpiresAt("accepted")
   },
   create: CreateGatewayBody,
   update: UpdateGatewayBody,
@@ -159,9 +142,7 @@ export const gateways: ResourceDefinition = defineResource({
         status: body.status ?? "active",
         ...credentialFields(body.credentials ?? {}),
         notification_path: `/gateways/${context.id}/notifications`,
-        previous_secret_expires_at: null,
-        secret: body.signing_secret,
-        previous_secret: null
+        ...firstSecretFields(body.signing_secret)
       }
     }),
   change: (current, patch: UpdateBody) =>
@@ -206,7 +187,7 @@ export const gateways: ResourceDefinition = defineResource({
           .pipe(Effect.mapError(writeUnavailable))
       })
   },
-  hidden: ["secret", "previous_secret", "credential_values"],
+  hidden: [...SECRET_FIELDS, "credential_values"],
   trash: true,
   revision: "string",
   filters: {
@@ -226,52 +207,19 @@ export const gateways: ResourceDefinition = defineResource({
   replacedRoutes: ["list", "get", "create", "update", "delete"]
 })
 
-const withSecret = (record: StoredRecord) => viewWithSecret(gateways, record)
-
 /** `POST /sales/gateways`: a new gateway with its signing secret, shown in this answer only. */
 export const createGateway = (body: CreateBody) => createWithSigningSecret(gateways, body satisfies Omit<CreateInput, "signing_secret">)
 
-export const SecretRotationBody = Schema.Struct({
-  previous_secret_expires_in: optional(
-    Integer({ min: 0, max: ROTATION_GRACE_MAX_SECONDS }).annotations({
-      jsonSchema: {
-        type: "integer",
-        minimum: 0,
-        maximum: ROTATION_GRACE_MAX_SECONDS,
-        description: "Seconds the previous secret stays valid (default and at most 86,400: 24 hours); `0` ends it at once."
-      }
-    })
-  )
-}).annotations({ identifier: "GatewaySecretRotationBody" })
+export const SecretRotationBody = Schema.Struct({ previous_secret_expires_in: PreviousSecretExpiresIn }).annotations({
+  identifier: "GatewaySecretRotationBody"
+})
 
 /**
  * A new signing secret; the one it replaces stays valid for `previous_secret_expires_in`
- * seconds (default 24 hours), as Stripe's rolled endpoint secrets do. A secret rotated out
- * before is dropped: at most two are ever valid. Event `gateway.secret_rotated`.
+ * seconds (default 24 hours; events/signing-secrets.ts). Event `gateway.secret_rotated`.
  */
 export const rotateGatewaySecret = (id: string, body: typeof SecretRotationBody.Type) =>
-  Effect.gen(function* () {
-    const current = yield* loadResource(gateways, undefined, id)
-    if (current.data.deleted === true) return yield* Effect.fail(apiError("not_found"))
-    const secret = yield* newSigningSecret
-    const now = yield* Clock.currentTimeMillis
-    const grace = body.previous_secret_expires_in ?? ROTATION_GRACE_MAX_SECONDS
-    const saved = yield* saveResource(
-      gateways,
-      current,
-      {
-        ...current.data,
-        secret,
-        previous_secret: grace > 0 ? current.data.secret! : null,
-        previous_secret_expires_at: grace > 0 ? formatTimestamp(now + grace * 1000) : null
-      },
-      undefined
-    )
-    const after = resourceView(gateways, saved)
-    yield* recordChange("gateway.secret_rotated", { object: GATEWAY_TYPE, id })
-    yield* emitEvent("gateway.secret_rotated", after, previousAttributes(resourceView(gateways, current), after))
-    return { record: saved, view: withSecret(saved) }
-  })
+  rotateSigningSecret(gateways, id, body.previous_secret_expires_in)
 
 /** The gateway named by a notification's path, in whichever account and environment it lives; `undefined` when none. */
 export const findGatewayById = (id: string) =>
@@ -282,15 +230,6 @@ export const findGatewayById = (id: string) =>
     const gateway = yield* records.get(route.tenant, GATEWAY_TYPE, id).pipe(Effect.mapError(readUnavailable))
     return gateway && gateway.data.deleted !== true ? gateway : undefined
   })
-
-/** The secrets a notification may be signed with at `now`: the current one, and the previous one within its grace period. */
-export const validSecrets = (gateway: StoredRecord, now: number): ReadonlyArray<string> => {
-  const secrets = [String(gateway.data.secret)]
-  const previous = gateway.data.previous_secret
-  const until = typeof gateway.data.previous_secret_expires_at === "string" ? parseTimestamp(gateway.data.previous_secret_expires_at) : Option.none()
-  if (typeof previous === "string" && Option.isSome(until) && now < until.value) secrets.push(previous)
-  return secrets
-}
 
 /** The key of a `whsec_` secret: the bytes of its base64 part (Standard Webhooks). */
 export const secretKey = (secret: string): Uint8Array => {

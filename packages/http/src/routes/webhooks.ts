@@ -12,6 +12,7 @@ import {
   resourceEtag,
   rotateWebhookSecret,
   webhooks,
+  WebhookSecretRotationBody,
   planLimitDescription
 } from "@syllabus/core"
 import { Effect, Schema } from "effect"
@@ -87,16 +88,19 @@ export const webhooksRoutes: ReadonlyArray<Operation> = [
     id: "webhooks.secret_rotations.create",
     method: "POST",
     path: `${webhooks.path}/{webhook_id}/secret-rotations`,
-    summary: "Replace the signing secret at once. The new secret is in this response only.",
+    summary: "Replace the signing secret. The new secret is in this response only.",
+    description:
+      "A new signing secret at once; the previous one stays valid for `previous_secret_expires_in` seconds (0 to 86,400; default 86,400, 24 hours), until `previous_secret_expires_at`: meanwhile every delivery carries two signatures in `webhook-signature` (`v1,<by the new secret> v1,<by the previous one>`, as Standard Webhooks allows), so a receiver checking either secret accepts it; afterwards, only the new one. `0` ends the previous secret now (a leaked secret). A secret rotated out earlier is dropped: at most two are ever valid. Event `webhook.secret_rotated`. A replay of the same `Idempotency-Key` is 409 `secret_not_replayable`.",
     tag,
     capability: "webhooks.update",
     scopedBy: "webhook_id",
     params,
+    body: WebhookSecretRotationBody,
     idempotency: "required",
     success: { status: 200, description: "The webhook, with the new `secret.value`.", schema: WebhookWithSecretSchema, headers: ["ETag"] },
     errors: ["secret_not_replayable"],
-    handler: ({ path }) =>
-      rotateWebhookSecret(path.webhook_id!).pipe(
+    handler: ({ path, body }) =>
+      rotateWebhookSecret(path.webhook_id!, body).pipe(
         Effect.map(({ record, view }) => ({
           status: 200,
           body: { data: view },
