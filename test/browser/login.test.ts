@@ -26,7 +26,7 @@ describe("human mode in a browser", () => {
     if (await page.locator('form[action="/oauth/authorize/confirm"]').count()) {
       await page.click('form[action="/oauth/authorize/confirm"] button[type=submit]')
     } else {
-      await page.fill("#platform", String(h.account.account.data.subdomain))
+      await page.fill("#platform", String(h.account.account.subdomain))
       await page.click("button[type=submit]")
       // A screenshot taken while the page navigates fails: wait for the confirm page first.
       await page.waitForSelector('form[action="/oauth/authorize/confirm"]')
@@ -35,7 +35,7 @@ describe("human mode in a browser", () => {
     }
     await page.waitForSelector("#email")
     await page.screenshot({ path: `${shots}login-3-sign-in.png` })
-    await page.fill("#email", String(admin.data.email))
+    await page.fill("#email", String(admin.email))
     await page.fill("#password", "correct horse battery")
     await page.click("button[type=submit]")
     await page.waitForSelector("#code")

@@ -282,7 +282,7 @@ eachStore("issue 12: one sort rule for every collection", (h) => {
       // One live link per target account: two targets.
       for (const label of ["r1", "r2"]) {
         const target = await h().openAccount(unique(label))
-        await created("/replicas", { target_subdomain: String(target.account.data.subdomain) })
+        await created("/replicas", { target_subdomain: String(target.account.subdomain) })
       }
       return { path: "/replicas" }
     },

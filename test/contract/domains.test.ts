@@ -477,7 +477,7 @@ eachStore(
   (h) => {
     it("an active custom domain names its account; the confirmation shows it as the address and the browser goes on with it", async () => {
       const { opened, client } = await newAccount(h())
-      const subdomain = String(opened.account.data.subdomain)
+      const subdomain = String(opened.account.subdomain)
       const params = pkceParams()
       const host = `${h().baseUrl.replace(/^http:\/\//, "")}`
 
@@ -500,7 +500,7 @@ eachStore(
         const page = await authorize(browser, params, platform)
         expect(page.status, platform).toBe(200)
         expect(page.html, platform).toContain('action="/oauth/authorize/confirm"')
-        expect(page.html, platform).toContain(String(opened.account.data.name))
+        expect(page.html, platform).toContain(String(opened.account.name))
         expect(page.html, platform).toContain(`<dd>${domain.hostname}</dd>`)
         expect(page.html, platform).not.toContain(`${subdomain}.${host}`)
         const confirmed = await browser.go("POST", "/oauth/authorize/confirm", { ...params, platform: subdomain })
@@ -510,26 +510,26 @@ eachStore(
         expect(next.searchParams.get("platform")).toBe(domain.hostname)
         const signIn = await browser.go("GET", `${next.pathname}${next.search}`)
         expect(signIn.html).toContain('action="/oauth/sign-in"')
-        expect(signIn.html).toContain(String(opened.account.data.name))
+        expect(signIn.html).toContain(String(opened.account.name))
       }
     })
 
     it("a custom domain whose first label is another account's subdomain names the domain's account, not that one", async () => {
       const owner = await newAccount(h())
       const bystander = await newAccount(h())
-      const name = `${String(bystander.opened.account.data.subdomain)}.example.com`
+      const name = `${String(bystander.opened.account.subdomain)}.example.com`
       await activeDomain(owner.client, name)
       const page = await authorize(new FormBrowser(h().baseUrl), pkceParams(), name)
-      expect(page.html).toContain(String(owner.opened.account.data.name))
-      expect(page.html).not.toContain(String(bystander.opened.account.data.name))
+      expect(page.html).toContain(String(owner.opened.account.name))
+      expect(page.html).not.toContain(String(bystander.opened.account.name))
       // Any other host under it still falls back to the subdomain of its first label.
-      const other = await authorize(new FormBrowser(h().baseUrl), pkceParams(), `${String(bystander.opened.account.data.subdomain)}.example.org`)
-      expect(other.html).toContain(String(bystander.opened.account.data.name))
+      const other = await authorize(new FormBrowser(h().baseUrl), pkceParams(), `${String(bystander.opened.account.subdomain)}.example.org`)
+      expect(other.html).toContain(String(bystander.opened.account.name))
     })
 
     it("the address follows the primary: another active domain made primary is shown; with no active domain left, the subdomain again", async () => {
       const { opened, client } = await newAccount(h())
-      const subdomain = String(opened.account.data.subdomain)
+      const subdomain = String(opened.account.subdomain)
       const params = pkceParams()
       const first = await activeDomain(client, hostname("first"))
       const second = await activeDomain(client, hostname("second"))

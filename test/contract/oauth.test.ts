@@ -137,8 +137,8 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
   let otherTotp = ""
 
   beforeAll(async () => {
-    subdomain = String(h().account.account.data.subdomain)
-    email = String(h().account.administrator.data.email)
+    subdomain = String(h().account.account.subdomain)
+    email = String(h().account.administrator.email)
     totp = await enrollTotp(h(), h().live, h().account.administrator.id)
     other = await h().openAccount(`other-${Date.now()}-${Math.floor(Math.random() * 1e6)}`)
     otherTotp = await enrollTotp(h(), liveOf(other), other.administrator.id)
@@ -206,7 +206,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("an administrator of another account: 403 tenant_mismatch", async () => {
-      const flow = await runFlow(h(), { platform: String(other.account.data.subdomain), email: String(other.administrator.data.email), totpSecret: otherTotp })
+      const flow = await runFlow(h(), { platform: String(other.account.subdomain), email: String(other.administrator.email), totpSecret: otherTotp })
       const tokens = await exchange(h(), flow.location.searchParams.get("code")!, flow.verifier)
       expect(tokens.status).toBe(200)
       const res = await asHuman(h(), h().live, tokens.body.access_token)
@@ -485,7 +485,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
       const browser = new FormBrowser(h().baseUrl)
       const first = await browser.go("GET", authorizeQuery({ ...base(), platform: subdomain }))
       expect(first.html).toContain('action="/oauth/authorize/confirm"')
-      expect(first.html).toContain(String(h().account.account.data.name))
+      expect(first.html).toContain(String(h().account.account.name))
       expect(first.html).toContain(subdomain)
       const confirmed = await browser.go("POST", "/oauth/authorize/confirm", { ...base(), platform: subdomain })
       expect(confirmed.status).toBe(303)
@@ -537,7 +537,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     it("rule 5–6: consent names the client and the account; approval redirects with code, state and iss", async () => {
       const flow = await runFlow(h(), { platform: subdomain, email, totpSecret: totp })
       expect(flow.page.html).toContain("service-cli")
-      expect(flow.page.html).toContain(String(h().account.account.data.name))
+      expect(flow.page.html).toContain(String(h().account.account.name))
       expect(flow.location.origin + flow.location.pathname).toBe("http://127.0.0.1:49152/callback")
       expect(flow.location.searchParams.get("code")).toBeTruthy()
       expect(flow.location.searchParams.get("state")).toBe(flow.state)
@@ -555,7 +555,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
 
     it("rule 7: an administrator without two-factor authentication: access_denied, error_reason mfa_required", async () => {
       const third = await h().openAccount(`nomfa-${Date.now()}-${Math.floor(Math.random() * 1e6)}`)
-      const flow = await runFlow(h(), { platform: String(third.account.data.subdomain), email: String(third.administrator.data.email) })
+      const flow = await runFlow(h(), { platform: String(third.account.subdomain), email: String(third.administrator.email) })
       expect(flow.location.searchParams.get("error")).toBe("access_denied")
       expect(flow.location.searchParams.get("error_reason")).toBe("mfa_required")
       expect(flow.location.searchParams.get("error_description")).toBeTruthy()
@@ -564,7 +564,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     })
 
     it("rule 7: an administrator of another account than the platform: error_reason platform_mismatch", async () => {
-      const flow = await runFlow(h(), { platform: subdomain, email: String(other.administrator.data.email) })
+      const flow = await runFlow(h(), { platform: subdomain, email: String(other.administrator.email) })
       expect(flow.location.searchParams.get("error")).toBe("access_denied")
       expect(flow.location.searchParams.get("error_reason")).toBe("platform_mismatch")
     })
@@ -572,7 +572,7 @@ eachStore("OAuth authorization server and human mode (§5.2–§5.4)", (h) => {
     it("rule 7: an account that cannot authorize (blocked): error_reason account_not_eligible", async () => {
       await h().setAccountStatus(other.account.id, "blocked")
       try {
-        const flow = await runFlow(h(), { platform: String(other.account.data.subdomain), email: String(other.administrator.data.email), totpSecret: otherTotp })
+        const flow = await runFlow(h(), { platform: String(other.account.subdomain), email: String(other.administrator.email), totpSecret: otherTotp })
         expect(flow.location.searchParams.get("error")).toBe("access_denied")
         expect(flow.location.searchParams.get("error_reason")).toBe("account_not_eligible")
       } finally {
@@ -684,8 +684,8 @@ describe("two server processes on one PostgreSQL database share the signing keys
     expect(await jwks(second)).toEqual(await jwks(first))
     const totp = await enrollTotp(first, first.live, first.account.administrator.id)
     const flow = await runFlow(first, {
-      platform: String(first.account.account.data.subdomain),
-      email: String(first.account.administrator.data.email),
+      platform: String(first.account.account.subdomain),
+      email: String(first.account.administrator.email),
       totpSecret: totp
     })
     const tokens = await exchange(first, flow.location.searchParams.get("code")!, flow.verifier)

@@ -391,6 +391,15 @@ eachStore(
 // Failing closed, the audit trail, usage, sandbox, capabilities
 
 eachStore("platform", (h) => {
+  it("openAccount() answers public views: the account and its administrator without password hash or TOTP secret, each credential's secret once", async () => {
+    const opened = await h().openAccount(`public-view-${process.pid}-${Date.now()}`)
+    expect(Object.keys(opened.administrator).sort()).toEqual(["created_at", "email", "id", "name", "object", "status"])
+    expect(Object.keys(opened.account).sort()).toEqual(["created_at", "id", "name", "object", "status", "subdomain"])
+    const printed = JSON.stringify(opened)
+    expect(printed).not.toMatch(/password|totp|hash/i)
+    expect(opened.credentials.map((c) => c.secret.length > 20)).toEqual([true, true])
+  })
+
   it("capabilities: object, release 3.4.7 and no deprecated operation, only the deprecated product_id of rankings (§4.4, §4.5, §9)", async () => {
     const res = await h().request("GET", `${API}/capabilities`, { secret: h().live })
     expect(res.status, res.text).toBe(200)

@@ -19,7 +19,7 @@ let counter = 0
 const unique = (label: string) => `${label}-${Date.now()}-${++counter}`
 
 const secretOf = (account: Opened, environment: Env = "production") => account.credentials.find((c) => c.environment === environment)!.secret
-const subdomainOf = (account: Opened) => String(account.account.data.subdomain)
+const subdomainOf = (account: Opened) => String(account.account.subdomain)
 
 /** The operation once it has finished, read with `secret`. */
 const settled = async (h: Harness, secret: string, id: string) => {
@@ -112,7 +112,7 @@ eachStore("replicas", (h) => {
 
   it("the target: itself is 422 domain_rule_violation, unknown 422 not_found, a second live link 409 already_exists", async () => {
     const p = await pair(h())
-    expectError(await api(h(), p.source).post("/replicas", { target_subdomain: String(h().account.account.data.subdomain) }), 422, "domain_rule_violation", {
+    expectError(await api(h(), p.source).post("/replicas", { target_subdomain: String(h().account.account.subdomain) }), 422, "domain_rule_violation", {
       field: "target_subdomain",
       reason: "self_target"
     })

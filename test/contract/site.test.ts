@@ -404,12 +404,12 @@ eachStore("settings groups", (h) => {
     }
     const sharing = (await api(h(), h().test).get("/settings/sharing")).body.data
     expect(sharing).toMatchObject({
-      title: h().account.account.data.name,
+      title: h().account.account.name,
       description: null,
       image: null,
       propagation: { replicas: false },
       replica: null,
-      defaults: { title: h().account.account.data.name, description: null, image: null }
+      defaults: { title: h().account.account.name, description: null, image: null }
     })
     const questions = (await api(h(), h().test).get("/settings/support/questions")).body.data
     expect(questions).toMatchObject({ enabled: true, moderation_enabled: false, open_in_new_tab: false, min_length: 0, sort: "newest" })
@@ -430,7 +430,7 @@ eachStore("settings groups", (h) => {
   it("null restores a field's default (§4.3)", async () => {
     await api(h()).patch("/settings/sharing", { title: "Renamed", description: "Text" })
     const res = await api(h()).patch("/settings/sharing", { title: null, description: null })
-    expect(res.body.data).toMatchObject({ title: h().account.account.data.name, description: null })
+    expect(res.body.data).toMatchObject({ title: h().account.account.name, description: null })
     await api(h()).patch("/settings/support/questions", { min_length: 20, sort: "oldest", enabled: false })
     const restored = await api(h()).patch("/settings/support/questions", { min_length: null, sort: null })
     expect(restored.body.data).toMatchObject({ min_length: 0, sort: "newest", enabled: false })

@@ -26,8 +26,8 @@ afterAll(async () => {
 })
 
 const mode = (path: string) => statSync(path).mode & 0o777
-const subdomain = () => String(h.account.account.data.subdomain)
-const person = () => ({ email: String(h.account.administrator.data.email), totpSecret: totp, clockOffsetMs })
+const subdomain = () => h.account.account.subdomain
+const person = () => ({ email: h.account.administrator.email, totpSecret: totp, clockOffsetMs })
 const liveCredentialId = () => h.account.credentials.find((c) => c.environment === "production")!.id
 
 /** A configured user. */
@@ -248,7 +248,7 @@ describe("login and human mode (§5.2)", () => {
       credential: { id: liveCredentialId(), name: expect.any(String), auth_mode: expect.any(String), status: "active" },
       environment: "production",
       account_id: h.account.account.id,
-      administrator: { id: h.account.administrator.id, email: String(h.account.administrator.data.email), name: expect.any(String) }
+      administrator: { id: h.account.administrator.id, email: h.account.administrator.email, name: expect.any(String) }
     })
   })
 

@@ -77,7 +77,7 @@ export const demoAccount = Effect.gen(function* () {
 
 export const describeAccount = (opened: OpenedAccount, request: AccountRequest): string => {
   const lines = [
-    `Account ${opened.account.data.name} (${opened.account.id}, subdomain ${opened.account.data.subdomain})`,
+    `Account ${opened.account.name} (${opened.account.id}, subdomain ${opened.account.subdomain})`,
     `Administrator ${request.adminEmail} (${opened.administrator.id})${request === DEMO_ACCOUNT ? ` password ${request.adminPassword}` : ""}`,
     "Credentials (shown once, store them now):",
     ...opened.credentials.map((c) => `  ${c.environment.padEnd(10)} ${c.id}  ${c.secret}`),

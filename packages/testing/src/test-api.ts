@@ -530,7 +530,7 @@ export const createTestApi = async (options: TestApiOptions = {}): Promise<TestA
 
   return {
     baseUrl: ORIGIN + API_PREFIX,
-    account: { id: opened.account.id, name: String(opened.account.data.name), subdomain },
+    account: { id: opened.account.id, name: opened.account.name, subdomain },
     secrets: { live: credentials.live.secret, test: credentials.test.secret },
     credentials,
     administrator: { id: opened.administrator.id, email: email.toLowerCase(), password },

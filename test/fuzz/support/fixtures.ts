@@ -269,8 +269,8 @@ export const makeFixtures = async (h: Harness, tag: string): Promise<Fixtures> =
   await create("domain", "/domains", { hostname: `fuzz-${tag.toLowerCase().replace(/[^a-z0-9]+/g, "-")}-${Date.now().toString(36)}.example.com` })
   // A pending replica link sharing the product with another account of the store.
   const partner = await h.openAccount(`fuzz-partner-${tag.toLowerCase().replace(/[^a-z0-9]+/g, "-")}-${Date.now().toString(36)}`)
-  await create("replica", "/replicas", { target_subdomain: String(partner.account.data.subdomain), product_ids: [product] })
-  made.replica_target = String((await h.openAccount(`fuzz-target-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}`)).account.data.subdomain)
+  await create("replica", "/replicas", { target_subdomain: String(partner.account.subdomain), product_ids: [product] })
+  made.replica_target = String((await h.openAccount(`fuzz-target-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}`)).account.subdomain)
   for (const kind of Object.keys(fixtureKinds) as Array<FixtureKind>) {
     if (made[kind] === undefined) throw new Error(`no fixture ${kind}`)
   }

@@ -30,13 +30,55 @@ export interface OpenAccountInput {
   readonly plan?: PlanChange
 }
 
+/** An account as its operator sees it. */
+export interface AccountView {
+  readonly object: "account"
+  readonly id: string
+  readonly name: string
+  readonly subdomain: string
+  readonly status: AccountStatus
+  readonly created_at: string
+}
+
+/** An administrator as the API shows one: never the password's hash nor the second factor's secret. */
+export interface AdministratorView {
+  readonly object: "administrator"
+  readonly id: string
+  readonly email: string
+  readonly name: string
+  readonly status: string
+  readonly created_at: string
+}
+
+/**
+ * What opening an account answers: public views only (whoever prints it, in a log or a test's
+ * output, shows no hash and no secret but the credentials' own, shown this once).
+ */
 export interface OpenedAccount {
-  readonly account: StoredRecord
-  readonly administrator: StoredRecord
+  readonly account: AccountView
+  readonly administrator: AdministratorView
   readonly credentials: ReadonlyArray<{ readonly environment: Environment; readonly id: string; readonly secret: string }>
   /** The plan it was opened with (`noPlan` unless `OpenAccountInput.plan` set one). */
   readonly plan: Plan
 }
+
+const accountView = (record: StoredRecord): AccountView => ({
+  object: "account",
+  id: record.id,
+  name: String(record.data.name),
+  subdomain: String(record.data.subdomain),
+  status: record.data.status as AccountStatus,
+  created_at: String(record.data.created_at)
+})
+
+const administratorOf = (record: StoredRecord): AdministratorView => ({
+  object: "administrator",
+  id: record.id,
+  email: String(record.data.email),
+  name: String(record.data.name),
+  status: String(record.data.status),
+  created_at: String(record.data.created_at)
+})
 
 /** Open an account with its first administrator and a full-access credential per environment. */
 export const openAccount = Effect.fn("Accounts.open")(function* (input: OpenAccountInput) {
@@ -102,7 +144,7 @@ export const openAccount = Effect.fn("Accounts.open")(function* (input: OpenAcco
         })
       )
       if (input.plan !== undefined) yield* writePlan(accountId, plan)
-      return { account, administrator, credentials, plan } satisfies OpenedAccount
+      return { account: accountView(account), administrator: administratorOf(administrator), credentials, plan } satisfies OpenedAccount
     })
   )
 })
