@@ -5,6 +5,9 @@
  * `start --demo` on a database reusing the demo account of an earlier start.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import { existsSync, readdirSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { createServer } from "node:net"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -16,7 +19,10 @@ const root = new URL("../..", import.meta.url).pathname
 /** The server's environment: only what the test sets (no DATABASE_URL inherited from the shell). */
 const environment = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   const { DATABASE_URL: _ignored, ...rest } = process.env
-  return { ...rest, FILE_STORAGE: "memory", RATE_LIMITS: "off", HOST: "127.0.0.1", ...extra }
+  const env: NodeJS.ProcessEnv = { ...rest, FILE_STORAGE: "memory", RATE_LIMITS: "off", HOST: "127.0.0.1", ...extra }
+  // An empty value unsets the variable (the server's default).
+  for (const [name, value] of Object.entries(env)) if (value === "") delete env[name]
+  return env
 }
 
 interface Finished {
@@ -119,6 +125,35 @@ const useFreshDatabase = (): (() => string) => {
     return url
   }
 }
+describe("files of the in-memory server", () => {
+  it("without DATABASE_URL nor FILE_STORAGE, files go to a temporary directory removed when the server stops", async () => {
+    const server = await start([], { FILE_STORAGE: "" })
+    let directory: string | undefined
+    try {
+      directory = /^files: (\S+) \(temporary/m.exec(server.stdout())?.[1]
+      expect(directory, server.stdout()).toBeDefined()
+      expect(directory!.startsWith(tmpdir())).toBe(true)
+      const secret = secretsIn(server.stdout()).production!
+      const bytes = Buffer.from("name,email\nAda,ada@example.com\n")
+      const call = (method: string, path: string, body?: string, contentType = "application/json") =>
+        fetch(`${server.baseUrl}/api/v3${path}`, {
+          method,
+          headers: { authorization: `Bearer ${secret}`, "idempotency-key": `k-${Math.random()}`, "content-type": contentType },
+          ...(body === undefined ? {} : { body })
+        })
+      const declaration = { purpose: "import", filename: "people.csv", size: bytes.length, content_type: "text/csv", sha256: createHash("sha256").update(bytes).digest("hex") }
+      const session = (await (await call("POST", "/uploads", JSON.stringify(declaration))).json()) as { data: { id: string } }
+      expect((await call("PUT", `/uploads/${session.data.id}/parts/1`, bytes.toString("utf8"), "application/octet-stream")).status).toBe(200)
+      expect((await call("POST", `/uploads/${session.data.id}/completions`)).status).toBe(201)
+      // The bytes are in that directory, not under ./.syllabus/files.
+      expect(readdirSync(directory!, { recursive: true }).length).toBeGreaterThan(0)
+    } finally {
+      await server.stop()
+    }
+    expect(existsSync(directory!)).toBe(false)
+  }, 60_000)
+})
+
 describe("the access log of the standalone server", () => {
   let server: Running
   let secret: string

@@ -8,7 +8,8 @@ export const ServerConfig = Config.all({
   secretKey: Config.option(Config.redacted("SECRET_HASH_KEY")),
   cursorKey: Config.option(Config.redacted("CURSOR_SIGNING_KEY")),
   rateLimits: Config.literal("on", "off")("RATE_LIMITS").pipe(Config.withDefault("on" as const)),
-  storage: Config.literal("local", "memory")("FILE_STORAGE").pipe(Config.withDefault("local" as const)),
+  /** Unset: `local` with a database, else `temporary` (files die with the in-memory records). */
+  storage: Config.option(Config.literal("local", "temporary", "memory")("FILE_STORAGE")),
   storageDirectory: Config.string("STORAGE_DIR").pipe(Config.withDefault(".syllabus/files")),
   /** Let production webhooks reach http and loopback receivers (local development only). */
   allowLocalWebhooks: Config.boolean("ALLOW_LOCAL_WEBHOOKS").pipe(Config.withDefault(false)),

@@ -57,7 +57,7 @@ const program = Effect.gen(function* () {
   if (smtp === undefined) yield* Effect.logInfo("mail: no SMTP_URL or SMTP_HOST set, the outbox keeps mail in memory")
   const services = syllabusLayer({
     store: store.layer,
-    storage: fileStorageLayer(config),
+    storage: fileStorageLayer(config, store),
     ...(keys ? { keys } : {}),
     rateLimits: config.rateLimits,
     allowLocalWebhooks: config.allowLocalWebhooks,

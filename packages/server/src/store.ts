@@ -2,7 +2,7 @@
 import type { StoreServices } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
-import { LocalFileStorage, MemoryFileStorage } from "@syllabus/storage"
+import { LocalFileStorage, MemoryFileStorage, TemporaryFileStorage } from "@syllabus/storage"
 import { type Layer, Option } from "effect"
 import { pgTimeoutsOf, type ServerConfig } from "./config.js"
 
@@ -20,6 +20,19 @@ export const storeLayer = (config: ServerConfig): ChosenStore =>
     })
   })
 
-/** Where file bytes live, chosen apart from the record store: local files unless `FILE_STORAGE=memory`. */
-export const fileStorageLayer = (config: ServerConfig) =>
-  config.storage === "memory" ? MemoryFileStorage : LocalFileStorage({ directory: config.storageDirectory })
+/**
+ * Where file bytes live (`FILE_STORAGE`): `local`, under `STORAGE_DIR`, kept across starts;
+ * `temporary`, a directory of its own removed when the server stops; `memory`. Unset, they
+ * live as long as the records that name them: `local` with a database, `temporary` without.
+ */
+export const fileStorageLayer = (config: ServerConfig, store: ChosenStore) => {
+  const kind = Option.getOrElse(config.storage, () => (store.kind === "postgresql" ? ("local" as const) : ("temporary" as const)))
+  switch (kind) {
+    case "memory":
+      return MemoryFileStorage
+    case "temporary":
+      return TemporaryFileStorage((directory) => console.log(`files: ${directory} (temporary: removed when the server stops; FILE_STORAGE=local keeps them in ${config.storageDirectory})`))
+    case "local":
+      return LocalFileStorage({ directory: config.storageDirectory })
+  }
+}

@@ -27,6 +27,7 @@
 import { randomUUID } from "node:crypto"
 import { createReadStream } from "node:fs"
 import * as fs from "node:fs/promises"
+import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, Layer, Option, Stream } from "effect"
 import * as NodeStream from "@effect/platform-node/NodeStream"
@@ -264,3 +265,22 @@ export const makeLocalFileStorage = (options: LocalFileStorageOptions): FileStor
 /** The local adapter as a layer; the directory is checked (and created) on use, not here. */
 export const LocalFileStorage = (options: LocalFileStorageOptions): Layer.Layer<FileStorage> =>
   Layer.sync(FileStorage, () => makeLocalFileStorage(options))
+
+/**
+ * Local file storage in a directory of its own under the system's temporary directory, made
+ * when the layer is built and removed with every file when its scope closes (the server
+ * stops): for records that die with the process (the in-memory store), so that none of their
+ * files (an export's personal data) outlives them. A process killed outright leaves the
+ * directory to the system's cleaning of its temporary files. `onReady` is told where it is.
+ */
+export const TemporaryFileStorage = (onReady: (directory: string) => void = () => {}): Layer.Layer<FileStorage> =>
+  Layer.scoped(
+    FileStorage,
+    Effect.acquireRelease(
+      Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "syllabus-files-"))),
+      (directory) => Effect.promise(() => fs.rm(directory, { recursive: true, force: true }))
+    ).pipe(
+      Effect.tap((directory) => Effect.sync(() => onReady(directory))),
+      Effect.map((directory) => makeLocalFileStorage({ directory }))
+    )
+  )
