@@ -15,6 +15,7 @@ export {
 } from "./certificate-renderer.js"
 export { StreamingTabularReader } from "./import-parsers.js"
 export { CallbackWebhookSender, type WebhookCallback } from "./webhook-callback.js"
+export { standardWebhookSignature } from "./webhook-sender.js"
 export { outcomeOfError, SmtpMailer, type SmtpOptions, type SmtpTls, smtpTransportOptions } from "./smtp-mailer.js"
 export { makeMemoryOutbox, MemoryMailer, type MemoryOutbox, type MemoryOutboxOptions } from "./memory-mailer.js"
 export { makeNodeDnsResolver, NodeDnsResolver, type NodeDnsOptions } from "./node-dns.js"

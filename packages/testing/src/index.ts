@@ -14,7 +14,8 @@ export {
   type TestApi,
   type TestApiOptions,
   type TestClock,
-  type WebhookCapture
+  type WebhookCapture,
+  WebhookVerificationFailed
 } from "./test-api.js"
 export { AdjustableClock, type DurationLike, toMilliseconds } from "./clock.js"
 export { type FaultyPort, Stalls, storageWithFaults, storePorts, withFaults } from "./faults.js"

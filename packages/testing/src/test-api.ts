@@ -19,6 +19,7 @@ import {
   ephemeralKeys,
   makeNodeEdge,
   type ServerSettingsShape,
+  standardWebhookSignature,
   type StoreServices,
   syllabusLayer,
   webHandlerOf
@@ -26,6 +27,7 @@ import {
 import { MemoryStore } from "@syllabus/memory"
 import { MemoryFileStorage } from "@syllabus/storage"
 import { Context, Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { timingSafeEqual } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { AdjustableClock, type DurationLike, toMilliseconds } from "./clock.js"
@@ -146,6 +148,20 @@ export interface WebhookCapture {
   waitFor(type: string, options?: { readonly match?: Record<string, unknown>; readonly url?: string; readonly timeoutMs?: number }): Promise<ReceivedWebhook>
   /** Forget what arrived. */
   clear(): void
+  /**
+   * Verify a delivery as a Standard Webhooks receiver does: one of `webhook-signature`'s
+   * signatures made with `secret` over `webhook-id`, `webhook-timestamp` and the body, and a
+   * timestamp within `toleranceSeconds` (default 300) of now, on this instance's clock. A
+   * delivery sent after `api.clock.advance` carries the moved time, which `standardwebhooks`'
+   * own `verify` (reading the machine's clock) refuses; this one does not. Answers the event;
+   * throws `WebhookVerificationFailed` otherwise.
+   */
+  verify(delivery: ReceivedWebhook, secret: string, options?: { readonly toleranceSeconds?: number }): any
+}
+
+/** A delivery that does not verify (`api.webhooks.verify`): the reason is the message. */
+export class WebhookVerificationFailed extends Error {
+  override readonly name = "WebhookVerificationFailed"
 }
 
 export interface EventLog {
@@ -450,6 +466,23 @@ export const createTestApi = async (options: TestApiOptions = {}): Promise<TestA
       }),
     clear: () => {
       received.length = 0
+    },
+    verify: (delivery, secret, opts = {}) => {
+      const id = delivery.headers["webhook-id"]
+      const timestamp = Number(delivery.headers["webhook-timestamp"])
+      if (id === undefined || !Number.isInteger(timestamp)) throw new WebhookVerificationFailed("missing webhook-id or webhook-timestamp")
+      const nowSeconds = Math.floor(clock.unsafeCurrentTimeMillis() / 1000)
+      const tolerance = opts.toleranceSeconds ?? 300
+      if (Math.abs(nowSeconds - timestamp) > tolerance) {
+        throw new WebhookVerificationFailed(`timestamp ${timestamp} is more than ${tolerance} s from the test clock's ${nowSeconds}`)
+      }
+      const expected = Buffer.from(standardWebhookSignature(secret, id, timestamp, delivery.body))
+      const signed = (delivery.headers["webhook-signature"] ?? "").split(" ").some((given) => {
+        const bytes = Buffer.from(given)
+        return bytes.length === expected.length && timingSafeEqual(bytes, expected)
+      })
+      if (!signed) throw new WebhookVerificationFailed("no signature of this secret matches")
+      return delivery.event
     }
   }
 

@@ -3,7 +3,7 @@
  * them (Standard Webhooks, verified here with the `standardwebhooks` package), and a receiver
  * that is down gets the delivery again on the retry schedule when the clock moves.
  */
-import { createTestApi, type TestApi } from "@syllabus/testing"
+import { createTestApi, type TestApi, WebhookVerificationFailed } from "@syllabus/testing"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 
@@ -29,6 +29,21 @@ describe("webhook capture", () => {
     expect(() => new Webhook(hook.secret.value).verify(received.body.replace("Signed", "Forged"), received.headers)).toThrow(WebhookVerificationError)
     const other = await api.seed.webhook()
     expect(() => new Webhook(other.secret.value).verify(received.body, received.headers)).toThrow(WebhookVerificationError)
+  })
+
+  it("after the clock moved, a delivery carries the moved time: standardwebhooks' verify (the machine's clock) refuses it, api.webhooks.verify (the test clock) accepts it", async () => {
+    const hook = await api.seed.webhook({ event_types: ["product.created"] })
+    await api.clock.advance("1h")
+    const product = await api.seed.product({ name: "Later" })
+    const received = await api.webhooks.waitFor("product.created", { match: { id: product.id } })
+    expect(() => new Webhook(hook.secret.value).verify(received.body, received.headers)).toThrow(WebhookVerificationError)
+    expect(api.webhooks.verify(received, hook.secret.value).data.object.name).toBe("Later")
+    // Still a verification: another secret, another body, or a stale delivery fail.
+    const other = await api.seed.webhook()
+    expect(() => api.webhooks.verify(received, other.secret.value)).toThrow(WebhookVerificationFailed)
+    expect(() => api.webhooks.verify({ ...received, body: received.body.replace("Later", "Forged") }, hook.secret.value)).toThrow(WebhookVerificationFailed)
+    await api.clock.advance("6m")
+    expect(() => api.webhooks.verify(received, hook.secret.value)).toThrow(/more than 300 s/)
   })
 
   it("filters what arrived by type and destination, and forgets on clear()", async () => {
