@@ -3,36 +3,19 @@
  * release served, reflects the server's deprecations, and the answers of the server match it.
  */
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { createRequire } from "node:module"
 import { expect, it } from "vitest"
 import { eachStore, type Harness } from "../support/harness.js"
-
-/** Ajv for JSON Schema 2020-12, as shipped with the validator. */
-const fromValidator = createRequire(createRequire(import.meta.url).resolve("@seriousme/openapi-schema-validator"))
-const Ajv2020 = fromValidator("ajv/dist/2020.js").default
-const addFormats = fromValidator("ajv-formats").default
+import { at, descriptionValidator } from "../support/json-schema.js"
 
 const deprecatedAt = Date.UTC(2026, 0, 15)
 const sunsetAt = Date.UTC(2099, 0, 1)
 
-const escape = (segment: string) => segment.replaceAll("~", "~0").replaceAll("/", "~1")
-
-/**
- * Whether a body matches the schema the document gives for this response. The document is
- * registered whole, so the `#/components/...` references inside it resolve.
- */
+/** Whether a body matches the schema the document gives for this response. */
 const conformance = (doc: any, path: string, method: string, status: number, body: unknown) => {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false })
-  addFormats(ajv)
-  const id = "https://syllabus.test/openapi.json"
-  ajv.addSchema({ ...doc, $id: id })
   // A response shared in `components/responses` is validated through its own schema.
   const response = doc.paths[path][method].responses[String(status)]
   const base = response?.$ref ? response.$ref.slice(2).split("/") : ["paths", path, method, "responses", String(status)]
-  const pointer = [...base, "content", "application/json", "schema"].map(escape).join("/")
-  const validate = ajv.compile({ $ref: `${id}#/${pointer}` })
-  const valid = validate(body)
-  return { valid, errors: valid ? [] : validate.errors }
+  return descriptionValidator(doc)(at(...base, "content", "application/json", "schema"), body)
 }
 
 /** The documented response of an operation at a status, following a `$ref` to `components/responses`. */

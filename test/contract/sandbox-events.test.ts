@@ -13,10 +13,24 @@ import { expect, it } from "vitest"
 import { eventually } from "../support/eventually.js"
 import { expectError } from "../support/expect.js"
 import { eachStore, type Harness, listenLocalReceiver } from "../support/harness.js"
+import { at, descriptionValidator } from "../support/json-schema.js"
 
 const API = "/api/v3"
 
 const trigger = (h: Harness, secret: string, json: unknown) => h.request("POST", `${API}/sandbox/events`, { secret, json })
+
+/**
+ * The schema of the payload (`data.object`) of an event about `resourceType`, in the served
+ * description: the representation named after the type (`certificate_template` →
+ * `CertificateTemplate`), else any of those whose `object` is the type (the settings groups).
+ */
+const payloadSchema = (doc: any, resourceType: string): object | undefined => {
+  const schemas = doc.components.schemas as Record<string, any>
+  const named = resourceType.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
+  if (schemas[named] !== undefined) return at("components", "schemas", named)
+  const ofType = Object.keys(schemas).filter((name) => JSON.stringify(schemas[name].properties?.object?.enum) === JSON.stringify([resourceType]))
+  return ofType.length === 0 ? undefined : { anyOf: ofType.map((name) => at("components", "schemas", name)) }
+}
 
 eachStore("sandbox sample events", (h) => {
   it("from a sandbox credential: 201 with the event as recorded, of the type asked, its object carrying the type's payload keys and a fresh ID of the resource's prefix", async () => {
@@ -41,6 +55,29 @@ eachStore("sandbox sample events", (h) => {
     expect(audit.body.data).toHaveLength(1)
     expect(audit.body.data[0]).toMatchObject({ resource_type: "event", request_id: event.request_id })
   })
+
+  it("the sample of every type of GET /event-types matches its resource's schema in the description", async () => {
+    const doc = (await h().request("GET", `${API}/openapi.json`, { secret: h().test })).body
+    const check = descriptionValidator(doc)
+    const catalog = (await h().request("GET", `${API}/event-types`, { secret: h().test })).body.data as Array<{ type: string; resource_type: string }>
+    expect(catalog.length).toBeGreaterThan(100)
+    const problems: Array<unknown> = []
+    for (const { type, resource_type } of catalog) {
+      const schema = payloadSchema(doc, resource_type)
+      if (schema === undefined) {
+        problems.push({ type, problem: `no schema in the description has object ${resource_type}` })
+        continue
+      }
+      const res = await trigger(h(), h().test, { type })
+      if (res.status !== 201) {
+        problems.push({ type, status: res.status, body: res.text })
+        continue
+      }
+      const { valid, errors } = check(schema, res.body.data.data.object)
+      if (!valid) problems.push({ type, errors: errors.slice(0, 3) })
+    }
+    expect(problems).toEqual([])
+  }, 120_000)
 
   it("it is not an event of production, and the sample resource does not exist", async () => {
     const res = await trigger(h(), h().test, { type: "user.created" })

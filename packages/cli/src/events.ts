@@ -7,7 +7,7 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import { createHmac, randomBytes } from "node:crypto"
 import { newIdempotencyKey } from "./call.js"
-import { CliError } from "./context.js"
+import { CliError, err, out } from "./context.js"
 import { api, openStream, send } from "./http.js"
 
 // ---------------------------------------------------------------------------------------
@@ -197,4 +197,59 @@ export const forward = (url: string, secret: string, id: string, body: string, t
       Effect.timeoutFail({ duration: `${timeoutMs} millis`, onTimeout: () => new CliError({ code: "timeout", message: `no answer within ${timeoutMs} ms` }) })
     )
     return result.status
+  })
+
+// ---------------------------------------------------------------------------------------
+// The commands: `events tail` and `listen`
+
+const Envelope = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  created_at: Schema.String,
+  data: Schema.Struct({ object: Schema.Struct({ id: Schema.optional(Schema.String) }) })
+})
+
+/** `created_at  id  type  resource id`, or the JSON of an event of another shape. */
+const eventLine = (event: unknown) =>
+  Schema.decodeUnknownOption(Envelope)(event).pipe(
+    Option.map((e) => `${e.created_at}  ${e.id}  ${e.type}  ${e.data.object.id ?? "-"}\n`),
+    Option.getOrElse(() => `${JSON.stringify(event)}\n`)
+  )
+
+/** `events tail`: one line per event (or its JSON), until interrupted. */
+export const tailEvents = (filters: EventFilters, json: boolean) =>
+  followEvents(filters, err("Waiting for events (Ctrl-C to stop)…\n"), (message, event) => out(json ? `${message.data}\n` : eventLine(event)))
+
+export interface ListenOptions {
+  readonly forwardTo: string
+  readonly timeoutMs: number
+  /** The signing secret to use, else a new one. */
+  readonly secret: Option.Option<string>
+}
+
+/** `listen --forward-to URL`: each event POSTed to the URL as a signed webhook request, until interrupted. */
+export const listenEvents = (filters: EventFilters, options: ListenOptions) =>
+  Effect.gen(function* () {
+    const { forwardTo, timeoutMs } = options
+    if (!/^https?:\/\/[^/]/.test(forwardTo)) {
+      return yield* Effect.fail(new CliError({ code: "invalid_forward_url", message: "--forward-to must be an http(s) URL" }))
+    }
+    if (Option.isSome(options.secret) && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(options.secret.value)) {
+      return yield* Effect.fail(new CliError({ code: "invalid_secret", message: "--secret must be whsec_ followed by base64 (at least 12 bytes)" }))
+    }
+    const secret = Option.getOrElse(options.secret, newSigningSecret)
+    yield* followEvents(
+      filters,
+      err(`Ready. Your webhook signing secret is ${secret} (Standard Webhooks).\nForwarding events to ${forwardTo} (Ctrl-C to stop)…\n`),
+      (message, event) =>
+        Effect.gen(function* () {
+          const line = eventLine(event).trimEnd()
+          const id = message.id ?? String((event as { id?: unknown }).id)
+          const status = yield* forward(forwardTo, secret, id, message.data, timeoutMs).pipe(
+            Effect.map((status) => `[${status}]`),
+            Effect.catchAll((error) => Effect.succeed(`[${error.code}: ${error.message}]`))
+          )
+          yield* out(`${line}  --> POST ${forwardTo} ${status}\n`)
+        })
+    )
   })

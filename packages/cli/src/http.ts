@@ -40,27 +40,42 @@ export const postForm = (url: string, form: Record<string, string>) =>
 // ---------------------------------------------------------------------------------------
 // Error bodies: the API's envelope (§7), with its details, and OAuth's `{ error, error_description }`
 
+const Detail = Schema.Struct({
+  field: Schema.optional(Schema.String),
+  parameter: Schema.optional(Schema.String),
+  code: Schema.String,
+  message: Schema.optional(Schema.String),
+  reason: Schema.optional(Schema.String)
+})
 const ApiErrorBody = Schema.Struct({
   error: Schema.Struct({
     code: Schema.String,
     message: Schema.String,
-    details: Schema.optional(
-      Schema.Array(
-        Schema.Struct({ field: Schema.optional(Schema.String), parameter: Schema.optional(Schema.String), code: Schema.String, message: Schema.optional(Schema.String) })
-      )
-    )
+    reason: Schema.optional(Schema.String),
+    details: Schema.optional(Schema.Array(Detail))
   })
 })
 const OAuthErrorBody = Schema.Struct({ error: Schema.String, error_description: Schema.optional(Schema.String) })
 
+const withReason = (text: string, reason: string | undefined) => (reason === undefined ? text : `${text} (reason: ${reason})`)
+
+/**
+ * The envelope as `message (reason: …)`, then one line per itemized problem:
+ * `  field: code (reason: …): message`. A detail's message that the top message already
+ * carries (the server repeats a single problem there) is not printed twice.
+ */
+const describeApiError = ({ message, reason, details = [] }: typeof ApiErrorBody.Type["error"]) =>
+  withReason(message, reason) +
+  details
+    .map((d) => {
+      const said = d.message === undefined || d.message === "" || message.includes(d.message)
+      return `\n  ${withReason(`${d.field ?? d.parameter ?? "-"}: ${d.code}`, d.reason)}${said ? "" : `: ${d.message}`}`
+    })
+    .join("")
+
 export const errorOf = (result: Pick<HttpResult, "status" | "body">): CliError => {
   const api = Schema.decodeUnknownOption(ApiErrorBody)(result.body)
-  if (Option.isSome(api)) {
-    // Each itemized problem on a line of its own under the message: `  field: code (message)`.
-    const { code, message, details = [] } = api.value.error
-    const lines = details.map((d) => `\n  ${d.field ?? d.parameter ?? "-"}: ${d.code}${d.message ? ` (${d.message})` : ""}`)
-    return new CliError({ code, message: message + lines.join("") })
-  }
+  if (Option.isSome(api)) return new CliError({ code: api.value.error.code, message: describeApiError(api.value.error) })
   const oauth = Schema.decodeUnknownOption(OAuthErrorBody)(result.body)
   if (Option.isSome(oauth)) return new CliError({ code: oauth.value.error, message: oauth.value.error_description ?? oauth.value.error })
   return new CliError({ code: "http_error", message: `the server answered ${result.status}` })

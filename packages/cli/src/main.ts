@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /** `syllabus …`: the command-line client; its `bin` is the build of this file (dist/main.js). In the workspace, from sources: `node --import tsx packages/cli/src/main.ts`. */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Exit } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { run } from "./index.js"
 
 NodeRuntime.runMain(

@@ -138,10 +138,22 @@ describe("the generic call", () => {
     expect(gone.stderr).toMatch(/^not_found: .+$/m)
   })
 
-  it("an error answer with details prints each detail under the message", async () => {
-    const res = await (await configured()).cli("post", "/products", "-d", "name=No format")
+  it("an error answer with details prints each detail under the message: field, code, reason and message", async () => {
+    const u = await configured()
+    const res = await u.cli("post", "/products", "-d", "name=No format")
     expect(res.code).toBe(1)
-    expect(res.stderr).toMatch(/^validation_failed: .+\n {2}format: /m)
+    expect(res.stderr).toMatch(/^validation_failed: .+\n {2}format: required: \S.+$/m)
+    const showcase = await u.cli("post", "/products", "-d", "name=Nowhere", "-d", "format=course", "-d", "showcase_id=shw_aaaaaaaaa")
+    expect(showcase.code).toBe(1)
+    expect(showcase.stderr).toMatch(/^validation_failed: .+ \(reason: not_found\)\n {2}showcase_id: validation_failed \(reason: not_found\)$/m)
+  })
+
+  it("an error's own reason follows its message", async () => {
+    const u = await configured()
+    expect((await u.cli("post", "/showcases", "--idempotency-key", "cli-reason-1", "-d", "name=First")).code).toBe(0)
+    const reused = await u.cli("post", "/showcases", "--idempotency-key", "cli-reason-1", "-d", "name=Second")
+    expect(reused.code).toBe(1)
+    expect(reused.stderr).toMatch(/^idempotency_key_reused: .+ \(reason: different_body\)$/m)
   })
 
   it("a path or method the description does not have is refused with a clear message, nothing sent", async () => {
@@ -201,7 +213,9 @@ describe("trigger", () => {
     expect(production.stderr).toMatch(/^sandbox_required: /m)
     const unknown = await (await configured("test")).cli("trigger", "product.exploded")
     expect(unknown.code).toBe(1)
-    expect(unknown.stderr).toMatch(/^validation_failed: .+\n {2}type: invalid_value/m)
+    expect(unknown.stderr).toMatch(/^validation_failed: .+\n {2}type: invalid_value \(reason: unknown_event_type\)/m)
+    // The types the server accepts are listed once (the server's message names the single problem too).
+    expect(unknown.stderr.split("product.created").length - 1).toBe(1)
   })
 })
 

@@ -3,7 +3,7 @@
  * codes as a shell sees them.
  */
 import { execFile, spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, beforeAll, expect, it } from "vitest"
@@ -21,12 +21,18 @@ afterAll(async () => {
   await h?.close()
 })
 
-const syllabus = (env: Record<string, string>, ...argv: ReadonlyArray<string>) =>
+/** The command with its output piped, as a shell script or CI runs it; `imports` are more `--import`s for node. */
+const syllabus = (env: Record<string, string>, ...argv: ReadonlyArray<string>) => syllabusWith([], env, ...argv)
+
+const syllabusWith = (imports: ReadonlyArray<string>, env: Record<string, string>, ...argv: ReadonlyArray<string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-    execFile(process.execPath, ["--import", "tsx", main, ...argv], { cwd: root, env: { ...process.env, ...env } }, (error, stdout, stderr) =>
+    const flags = ["tsx", ...imports].flatMap((module) => ["--import", module])
+    execFile(process.execPath, [...flags, main, ...argv], { cwd: root, env: { ...process.env, ...env } }, (error, stdout, stderr) =>
       done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
     )
   })
+
+const ESC = "\u001b"
 
 it("`node --import tsx packages/cli/src/main.ts`: results on stdout with exit 0, `error.code: message` on stderr with exit 1", async () => {
   const env = { SYLLABUS_CONFIG_DIR: join(mkdtempSync(join(tmpdir(), "syllabus-main-")), "config") }
@@ -67,3 +73,37 @@ it("Ctrl-C (SIGINT) ends `events tail` with exit 130, after deleting the stream 
   expect(await exited).toBe(130)
   expect(await streams()).toEqual([])
 }, 30_000)
+
+it("piped, the help and a usage error carry no colour codes", async () => {
+  const env = { SYLLABUS_CONFIG_DIR: join(mkdtempSync(join(tmpdir(), "syllabus-main-")), "config") }
+  const help = await syllabus(env, "--help")
+  expect(help.code, help.stderr).toBe(0)
+  expect(help.stdout).toContain("USAGE")
+  expect(help.stdout).not.toContain(ESC)
+  const usage = await syllabus(env, "frobnicate")
+  expect(usage.code).toBe(1)
+  expect(usage.stderr).toContain("Invalid subcommand")
+  expect(usage.stderr).not.toContain(ESC)
+}, 30_000)
+
+it("`syllabus --help` loads the command tree only: no command's own module, not the `effect` barrel", async () => {
+  const log = join(mkdtempSync(join(tmpdir(), "syllabus-modules-")), "loaded.txt")
+  const help = await syllabusWith([resolve(import.meta.dirname, "module-log.mjs")], { MODULE_LOG: log }, "--help")
+  expect(help.code, help.stderr).toBe(0)
+  const loaded = readFileSync(log, "utf8").split("\n").filter(Boolean)
+  const ours = loaded.filter((url) => url.includes("/packages/cli/src/")).map((url) => url.replace(/^.*\/packages\/cli\/src\//, "")).sort()
+  expect(ours).toEqual(["commands.ts", "context.ts", "index.ts", "main.ts"])
+  // The barrel (`effect/dist/esm/index.js`) would load every module of the library.
+  expect(loaded.filter((url) => /\/effect\/dist\/esm\/index\.js$/.test(url))).toEqual([])
+}, 30_000)
+
+it("on a terminal the help keeps its colours, unless NO_COLOR is set", async () => {
+  const config = join(mkdtempSync(join(tmpdir(), "syllabus-main-")), "config")
+  const coloured = await user({ env: { SYLLABUS_CONFIG_DIR: config }, stdoutIsTerminal: true }).cli("--help")
+  expect(coloured.code).toBe(0)
+  expect(coloured.stdout).toContain(ESC)
+  const plain = await user({ env: { SYLLABUS_CONFIG_DIR: config, NO_COLOR: "1" }, stdoutIsTerminal: true }).cli("--help")
+  expect(plain.code).toBe(0)
+  expect(plain.stdout).toContain("USAGE")
+  expect(plain.stdout).not.toContain(ESC)
+})

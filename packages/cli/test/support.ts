@@ -34,6 +34,8 @@ export interface UserOptions {
   readonly openBrowser?: (url: string) => void
   /** Whether stderr is a terminal (default: no, as in CI). */
   readonly stderrIsTerminal?: boolean
+  /** Whether stdout is a terminal (default: no, as in CI). */
+  readonly stdoutIsTerminal?: boolean
 }
 
 /** The CLI's own clock, `offsetMs` ahead of the real one (the machine's time moved on). */
@@ -61,6 +63,7 @@ export const user = (options: UserOptions = {}) => {
         out: (text) => void (stdout += text),
         err: (text) => void (stderr += text),
         stderrIsTerminal: options.stderrIsTerminal ?? false,
+        stdoutIsTerminal: options.stdoutIsTerminal ?? false,
         openBrowser:
           options.openBrowser ??
           (() => {

@@ -7,7 +7,8 @@ import { oauthApp } from "./oauth/app.js"
 import { gatewayNotificationsApp } from "./gateway-notifications.js"
 import { salesEventsRoutes } from "./routes/sales-events.js"
 import { credentialOperations } from "./routes/credentials.js"
-import { makeDescription, openApiOperation } from "./openapi.js"
+import { type Deprecations, makeDescription, openApiOperation } from "./openapi.js"
+import { representationExamples } from "./openapi-examples.js"
 import { docsApp } from "./docs-page.js"
 import { platformOperations } from "./routes/platform.js"
 import { sandboxEventOperations } from "./routes/sandbox-events.js"
@@ -75,8 +76,11 @@ const served: ReadonlyArray<Operation> = [
   ...eventOperations,
   ...eventStreamOperations,
   ...platformOperations,
-  ...sandboxEventOperations
+  // The samples of `POST /sandbox/events` are the description's examples (read when first asked for).
+  ...sandboxEventOperations(representationExamples(() => description(noDeprecations)))
 ]
+
+const noDeprecations: Deprecations = new Map()
 
 /** The description of every operation, served at `/api/v3/openapi.json` and `/docs/openapi.json`. */
 const description = makeDescription(() => operations)

@@ -10,12 +10,13 @@
  * One A4 landscape page (two with `back_side_enabled`, the template's `fields`, instructor and
  * workload going to the back). The fonts of the template map to PDF's standard fonts (arial and
  * helvetica → Helvetica, times_new_roman → Times, courier_new → Courier), which cover the Latin-1
- * alphabets. The QR symbol (`layout.qr`, drawn with qrcode-generator: no dependency, no
+ * alphabets; a text in any other script is drawn with the Noto fonts (certificate-text.ts). The QR symbol (`layout.qr`, drawn with qrcode-generator: no dependency, no
  * native code) holds the verification code, at its position in its colors.
  */
 import type { CertificateDocument, CertificateFont } from "@syllabus/core"
 import PDFDocument from "pdfkit"
 import qrcode from "qrcode-generator"
+import { drawCentered, loadFaces } from "./certificate-text.js"
 
 const WIDTH = 841.89
 const HEIGHT = 595.28
@@ -65,11 +66,21 @@ const drawQr = (doc: PDFKit.PDFDocument, text: string, x: number, y: number, siz
   doc.fill()
 }
 
+/** The lines of fields, workload and instructor. */
+const extrasOf = (c: CertificateDocument): ReadonlyArray<string> => [
+  ...c.fields.map((f) => `${f.label}: ${f.value}`),
+  ...(c.workload ? [`Workload: ${c.workload}`] : []),
+  ...(c.instructor ? [`Instructor: ${c.instructor}`] : [])
+]
+
+/** The texts of the certificate in the fonts of their scripts (the others are ASCII: dates, numbers, the code). */
+const textsOf = (c: CertificateDocument): ReadonlyArray<string | null> => [c.learner.name, c.learner.document, c.product.name, c.content, ...extrasOf(c)]
+
 /** Draw the document; the PDF's bytes arrive on the document's stream. */
 const draw = (doc: PDFKit.PDFDocument, c: CertificateDocument) => {
   const width = WIDTH - 2 * MARGIN
-  const centered = (text: string, font: string, size: number, color: string, gap = 10) => {
-    doc.font(font).fontSize(size).fillColor(color).text(text, MARGIN, doc.y, { width, align: "center" })
+  const centered = (text: string, weight: "bold" | "regular", font: CertificateFont, size: number, color: string, gap = 10) => {
+    drawCentered(doc, text, { standardFont: (weight === "bold" ? bold : regular)[font], bold: weight === "bold", size, color }, MARGIN, width)
     doc.moveDown(gap / size)
   }
 
@@ -86,18 +97,14 @@ const draw = (doc: PDFKit.PDFDocument, c: CertificateDocument) => {
   }
 
   doc.y = MARGIN + 24
-  centered("CERTIFICATE", bold[c.defaults.font], 34, c.defaults.color, 18)
+  centered("CERTIFICATE", "bold", c.defaults.font, 34, c.defaults.color, 18)
   const { lines } = c.layout
-  if (lines.name.enabled) centered(c.learner.name, bold[lines.name.font], 28, lines.name.color, 12)
-  if (lines.document.enabled && c.learner.document) centered(c.learner.document, regular[lines.document.font], 13, lines.document.color)
-  if (c.layout.showProductName) centered(c.product.name, bold[c.defaults.font], 20, c.defaults.color, 14)
-  if (c.content) centered(c.content, regular[c.defaults.font], 14, c.defaults.color, 14)
+  if (lines.name.enabled) centered(c.learner.name, "bold", lines.name.font, 28, lines.name.color, 12)
+  if (lines.document.enabled && c.learner.document) centered(c.learner.document, "regular", lines.document.font, 13, lines.document.color)
+  if (c.layout.showProductName) centered(c.product.name, "bold", c.defaults.font, 20, c.defaults.color, 14)
+  if (c.content) centered(c.content, "regular", c.defaults.font, 14, c.defaults.color, 14)
 
-  const extras = [
-    ...c.fields.map((f) => `${f.label}: ${f.value}`),
-    ...(c.workload ? [`Workload: ${c.workload}`] : []),
-    ...(c.instructor ? [`Instructor: ${c.instructor}`] : [])
-  ]
+  const extras = extrasOf(c)
   const footer = () => {
     const bits = [
       ...(c.layout.showDates && lines.date.enabled ? [{ text: `Issued on ${c.issuedAt.slice(0, 10)}`, line: lines.date }] : []),
@@ -121,7 +128,7 @@ const draw = (doc: PDFKit.PDFDocument, c: CertificateDocument) => {
   }
 
   if (!c.layout.backSideEnabled) {
-    for (const extra of extras) centered(extra, regular[c.defaults.font], 12, c.defaults.color, 4)
+    for (const extra of extras) centered(extra, "regular", c.defaults.font, 12, c.defaults.color, 4)
     footer()
     qr()
     return
@@ -131,14 +138,14 @@ const draw = (doc: PDFKit.PDFDocument, c: CertificateDocument) => {
   doc.addPage({ size: "A4", layout: "landscape", margin: 0 })
   doc.lineWidth(1).strokeColor(c.defaults.color).rect(28, 28, WIDTH - 56, HEIGHT - 56).stroke()
   doc.y = MARGIN + 24
-  centered(c.product.name, bold[c.defaults.font], 18, c.defaults.color, 14)
-  for (const extra of extras) centered(extra, regular[c.defaults.font], 12, c.defaults.color, 4)
+  centered(c.product.name, "bold", c.defaults.font, 18, c.defaults.color, 14)
+  for (const extra of extras) centered(extra, "regular", c.defaults.font, 12, c.defaults.color, 4)
 }
 
 /** The bytes of one certificate's PDF (CPU-bound: run it in a render worker, not on the event loop). */
 export const drawCertificatePdf = (c: CertificateDocument): Promise<Uint8Array> =>
   new Promise((resolve, reject) => {
-    try {
+    const start = async () => {
       const issued = new Date(c.issuedAt)
       const doc = new PDFDocument({
         size: "A4",
@@ -151,9 +158,9 @@ export const drawCertificatePdf = (c: CertificateDocument): Promise<Uint8Array> 
       doc.on("data", (chunk: Buffer) => chunks.push(chunk))
       doc.on("end", () => resolve(new Uint8Array(Buffer.concat(chunks))))
       doc.on("error", reject)
+      await loadFaces(doc, textsOf(c))
       draw(doc, c)
       doc.end()
-    } catch (cause) {
-      reject(cause)
     }
+    start().catch(reject)
   })

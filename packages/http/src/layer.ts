@@ -8,6 +8,7 @@ import {
   batchKinds,
   importsOperationKinds,
   CertificateRenderer,
+  certificateDocumentsWorker,
   TabularReader,
   ChangeSignals,
   Crypto,
@@ -173,13 +174,14 @@ export const syllabusLayer = <E>(options: SyllabusOptions<E>): Layer.Layer<AppSe
       ? Layer.empty
       : Layer.scopedDiscard(
         Effect.gen(function* () {
-          // One budget for the three, on the workers' own store when there is one.
+          // One budget for them all, on the workers' own store when there is one.
           const budget = makeBackgroundBudget(options.background)
           const fork = <A, E, R>(worker: Effect.Effect<A, E, R>) =>
             Effect.forkScoped(onBackgroundStore(worker).pipe(Effect.provideService(BackgroundBudget, budget)))
           yield* fork(operationsWorker())
           yield* fork(webhookDeliveryWorker())
           yield* fork(mailWorker())
+          yield* fork(certificateDocumentsWorker())
           yield* fork(housekeepingWorker())
         })
       )

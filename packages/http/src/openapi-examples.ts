@@ -8,7 +8,7 @@ import { type DetailCode, type ErrorCode, type Json, type JsonObject, renderMess
 
 type JsonMap = { [key: string]: Json }
 
-const isObject = (value: Json | undefined): value is JsonObject =>
+export const isObject = (value: Json | undefined): value is JsonObject =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** One instant for every timestamp of the examples: they show shapes, not a timeline. */
@@ -140,6 +140,35 @@ export const sampleOf = (schema: Json, resolve: (ref: string) => Json, name = ""
       }
       return out
     }
+  }
+}
+
+/** `certificate_template` → `CertificateTemplate`: the component a resource type's representation is named by. */
+const componentName = (resourceType: string) => resourceType.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
+
+/**
+ * The example of a resource type's representation in a description: of the component named
+ * after the type, else of the first whose `object` is the type (the settings, one component per
+ * group); `undefined` when none is. Made once per type. The samples of `POST /sandbox/events`
+ * start from it, so that a sample event's payload has its type's schema.
+ */
+export const representationExamples = (document: () => JsonObject) => {
+  const made = new Map<string, JsonObject | undefined>()
+  const make = (resourceType: string): JsonObject | undefined => {
+    const components = document().components
+    const schemas = isObject(components) && isObject(components.schemas) ? components.schemas : {}
+    const isOfType = (schema: Json | undefined) =>
+      isObject(schema) && isObject(schema.properties) && isObject(schema.properties.object) && Array.isArray(schema.properties.object.enum) &&
+      schema.properties.object.enum.length === 1 && schema.properties.object.enum[0] === resourceType
+    const named = schemas[componentName(resourceType)]
+    const schema = isOfType(named) ? named : Object.values(schemas).find(isOfType)
+    if (schema === undefined) return undefined
+    const example = sampleOf(schema, (pointer) => schemas[pointer.slice("#/components/schemas/".length)] ?? null)
+    return isObject(example) ? example : undefined
+  }
+  return (resourceType: string): JsonObject | undefined => {
+    if (!made.has(resourceType)) made.set(resourceType, make(resourceType))
+    return made.get(resourceType)
   }
 }
 

@@ -19,11 +19,11 @@ interface TagText {
 /** By the first segment of the operation ID. */
 const resourceTags: Readonly<Record<string, TagText>> = {
   credentials: {
-    description: "API credentials: their secrets, modes, access policies, and the administrators that may act through them in human mode (§5)."
+    description: "API credentials: their secrets, modes, access policies, and the administrators that may act through them in human mode."
   },
   policy_templates: { description: "Named sets of capabilities a credential's policy can refer to." },
   capabilities: { description: "The contract release served, its capability catalog and the deprecated operations." },
-  openapi: { name: "Description", description: "This OpenAPI description, always of the latest release (§9)." },
+  openapi: { name: "Description", description: "This OpenAPI description, always of the latest release." },
   showcases: { description: "Shelves of the storefront that group products; they can be trashed and restored." },
   products: { description: "Courses and blogs (`format`), their publication and their order within a showcase." },
   modules: { description: "The modules of a product, and their publication with everything nested in them." },

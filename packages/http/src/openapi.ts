@@ -21,6 +21,7 @@ import {
 } from "@syllabus/core"
 import { Effect, Either, JSONSchema, Schema } from "effect"
 import { errorExample, sampleOf } from "./openapi-examples.js"
+import { introductionMarkdown } from "./docs-introduction.js"
 import { applySchemaRules, idPattern, parameterExtensible } from "./openapi-schema-rules.js"
 import { tagsOf, resourceTagOf } from "./openapi-tags.js"
 import { type AnySchema, defineOperation, type Operation } from "./operation.js"
@@ -750,19 +751,15 @@ const securitySchemes: JsonMap = {
 
 const documentTitle = "Course-platform administration API"
 
+/** The introduction of `/docs`, then how to read the reference's extensions. */
 const description = [
-  "Administration API of an online-course platform account.",
-  "",
-  "Bodies are JSON. A resource is answered as `{ data }`, a collection as `{ data, page }` with cursor pagination.",
-  "Responses include every field of their schema and no other (`additionalProperties: false`); a later 3.x release may",
-  "add fields (§9), so a client ignores the ones it does not know.",
-  "",
-  "Every error is the `Error` envelope; `error.code` is the only field to branch on, and each response lists the codes",
-  "possible at its status (`x-error-codes`), each with an example. Every response carries `X-Request-Id` and",
-  "`X-Service-Release`. Operations require the capability named in `x-required-capability`. Enums marked",
-  "`x-extensible: false` are closed within v3, those marked `x-extensible: true` may gain values; deprecated operations",
-  "carry `x-deprecated-at` and `x-sunset`. Tags name resources; `x-tagGroups` gathers them by area."
-].join("\n")
+  introductionMarkdown(),
+  "## Reading this description",
+  "Responses include every field of their schema and no other (`additionalProperties: false`). Each response lists the error " +
+    "codes possible at its status (`x-error-codes`), each with an example. Operations name the capability they require " +
+    "(`x-required-capability`). Enums marked `x-extensible: false` are closed within v3, those marked `x-extensible: true` may " +
+    "gain values; deprecated operations carry `x-deprecated-at` and `x-sunset`. Tags name resources; `x-tagGroups` gathers them by area."
+].join("\n\n")
 
 /** `code` of the envelope and of its items: the catalog of §7, open to new codes under a documented status (§9). */
 const codeSchemas: JsonMap = {

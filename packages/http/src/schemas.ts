@@ -171,7 +171,7 @@ export const CapabilitiesSchema = Schema.Struct({
       deprecated_at: Timestamp,
       sunset_at: Timestamp
     })
-  ).annotations({ description: "Deprecated operations (§9): each works until `sunset_at`, then answers 410 `operation_sunset`. None in this release." }),
+  ).annotations({ description: "Deprecated operations: each works until `sunset_at`, then answers 410 `operation_sunset`. None in this release." }),
   deprecated_parameters: Schema.Array(
     Schema.Struct({
       operation_id: Schema.String,

@@ -66,24 +66,37 @@ export const reachAlternatives = (
 export interface Requirement {
   readonly capability: string
   readonly resources: ReadonlyArray<string> | null
+  /**
+   * `resources` are the anchors of one record (a certificate's document: the certificate, its
+   * product, its learner): held for any of them is enough, as reaching the record is (`reaches`).
+   */
+  readonly anyOf?: boolean
 }
 
 /** Does the grant meet every requirement? */
 export const meetsRequirements = (grant: Grant, requirements: ReadonlyArray<Requirement>): boolean =>
-  requirements.every((requirement) => covers(grant, requirement.capability, requirement.resources))
+  requirements.every((requirement) =>
+    requirement.anyOf === true && requirement.resources !== null
+      ? reaches(grant, requirement.capability, requirement.resources)
+      : covers(grant, requirement.capability, requirement.resources))
 
 /** Requirements as a record stores them. */
 export const requirementsJson = (requirements: ReadonlyArray<Requirement>): Json =>
-  requirements.map((requirement) => ({ capability: requirement.capability, resources: requirement.resources === null ? null : [...requirement.resources] }))
+  requirements.map((requirement) => ({
+    capability: requirement.capability,
+    resources: requirement.resources === null ? null : [...requirement.resources],
+    ...(requirement.anyOf === true ? { any_of: true } : {})
+  }))
 
 /** Requirements as stored (JSON), read back; anything malformed requires what no one holds. */
 export const storedRequirements = (value: Json | undefined): ReadonlyArray<Requirement> =>
   Array.isArray(value)
     ? value.map((item) => {
-        const { capability, resources } = (item !== null && typeof item === "object" && !Array.isArray(item) ? item : {}) as JsonObject
+        const { capability, resources, any_of } = (item !== null && typeof item === "object" && !Array.isArray(item) ? item : {}) as JsonObject
         return {
           capability: typeof capability === "string" ? capability : "",
-          resources: Array.isArray(resources) ? resources.filter((id): id is string => typeof id === "string") : null
+          resources: Array.isArray(resources) ? resources.filter((id): id is string => typeof id === "string") : null,
+          anyOf: any_of === true
         }
       })
     : []

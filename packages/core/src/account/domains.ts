@@ -267,7 +267,7 @@ export const domains: ResourceDefinition = defineResource({
     }),
     primary: Schema.Boolean.annotations({
       description:
-        "The address administrators are sent to for sign-in (§5.2 step 5) and shown on the confirmation screen. Exactly one active domain is primary; the first to become active is."
+        "The address administrators are sent to for sign-in (human mode) and shown on the confirmation screen. Exactly one active domain is primary; the first to become active is."
     }),
     verification: Verification,
     verified_at: nullableTimestamp("When the domain became active, or null.")

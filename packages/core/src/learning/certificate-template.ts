@@ -457,11 +457,16 @@ const readAll = (key: string) =>
     })
   ).pipe(Effect.mapError(storageFailure))
 
-/** The background image of a template, read from storage, when it has one the renderer can draw. */
-const backgroundOf = (template: JsonObject) =>
+/** A template's background (`layout.background`, a file ID or null). */
+export const backgroundFileId = (template: JsonObject): string | null => {
+  const fileId = (template.layout as JsonObject).background
+  return typeof fileId === "string" ? fileId : null
+}
+
+/** A background image read from storage, when the file is one the renderer can draw (else null: the frame is drawn). */
+export const readBackground = (fileId: string | null) =>
   Effect.gen(function* () {
-    const fileId = (template.layout as JsonObject).background
-    if (typeof fileId !== "string") return null
+    if (fileId === null) return null
     const caller = yield* Caller
     const records = yield* Records
     const file = yield* records.get(caller.tenant, FILE_TYPE, fileId).pipe(Effect.mapError(readUnavailable))
@@ -469,6 +474,27 @@ const backgroundOf = (template: JsonObject) =>
     if (!file || (type !== "image/png" && type !== "image/jpeg") || Number(file.data.size) > MAX_BACKGROUND_BYTES) return null
     const background: CertificateDocument["background"] = { bytes: yield* readAll(String(file.data.storage_key)), contentType: type }
     return background
+  })
+
+/**
+ * Keep a rendered PDF's bytes in storage under `key` (one part); answers the stored object. The
+ * caller records the file, and removes the bytes if it cannot.
+ */
+export const storeRenderedPdf = (key: string, bytes: Uint8Array) =>
+  Effect.gen(function* () {
+    const storage = yield* FileStorage
+    const uploadId = yield* storage.startUpload(key).pipe(Effect.mapError(storageFailure))
+    const object = yield* Effect.gen(function* () {
+      const part = yield* storage.putPart(key, uploadId, 1, Stream.make(bytes), bytes.length)
+      return yield* storage.completeUpload(key, uploadId, [part])
+    }).pipe(
+      Effect.catchTag("PartTooLarge", (e) => Effect.die(e)),
+      Effect.mapError(storageFailure),
+      Effect.tapError(() => Effect.ignore(storage.abortUpload(key, uploadId)))
+    )
+    // The object is made: the storage's record of the upload can go.
+    yield* Effect.ignore(storage.abortUpload(key, uploadId))
+    return object
   })
 
 /**
@@ -519,23 +545,13 @@ export const previewCertificateTemplate = Effect.fn("CertificateTemplates.previe
       (template.fields as ReadonlyArray<JsonObject>).map((f) => [String(f.key), sampleFields[String(f.key)] ?? `[${String(f.label)}]`])
     )
   }
-  const background = yield* backgroundOf(template)
+  const background = yield* readBackground(backgroundFileId(template))
   const document = certificateDocument(String(product.data.name), template, values, background, true)
   const bytes = yield* renderer.render(document).pipe(Effect.mapError(renderFailure))
 
   const fileId = yield* (yield* Ids).next("file")
   const key = objectKey(caller.tenant, fileId)
-  const uploadId = yield* storage.startUpload(key).pipe(Effect.mapError(storageFailure))
-  const object = yield* Effect.gen(function* () {
-    const part = yield* storage.putPart(key, uploadId, 1, Stream.make(bytes), bytes.length)
-    return yield* storage.completeUpload(key, uploadId, [part])
-  }).pipe(
-    Effect.catchTag("PartTooLarge", (e) => Effect.die(e)),
-    Effect.mapError(storageFailure),
-    Effect.tapError(() => Effect.ignore(storage.abortUpload(key, uploadId)))
-  )
-  // The object is made: the storage's record of the upload can go.
-  yield* Effect.ignore(storage.abortUpload(key, uploadId))
+  const object = yield* storeRenderedPdf(key, bytes)
   const file = {
     object: "file",
     id: fileId,

@@ -16,23 +16,33 @@
  *   (`7KQ2-M9XD-4TZP-0C8W`), from the platform's cryptographic randomness, unique in the
  *   environment.
  * - `criteria` is the template's criteria as they were when the certificate was issued.
- * - Events: `certificate.issued`, with its audit entry.
+ * - `file_id`: its document, a PDF (purpose `certificate`), drawn after the issue from what the
+ *   issue wrote down (`queueCertificateDocument`; the drawing: certificate-documents.ts); null
+ *   until then.
+ * - Events: `certificate.issued`, with its audit entry; `certificate.updated` when its document
+ *   is named.
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import { Caller, Ids } from "../access/context.js"
+import { READ_PERSONAL, type Requirement, requirementsJson } from "../access/scope.js"
 import { apiError, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
 import { Crypto } from "../ports/crypto.js"
-import { type JsonObject, Records } from "../ports/store.js"
-import { defineResource, writtenByThePlatform, equalsFilter, type FilterDefinition, type ResourceDefinition, resourceView } from "../records/resource.js"
+import { USER_TYPE, users } from "../people/people-users.js"
+import { type Json, type JsonObject, Records } from "../ports/store.js"
+import { anchorsOf, defineResource, writtenByThePlatform, equalsFilter, type FilterDefinition, type ResourceDefinition, resourceView } from "../records/resource.js"
 import { PublicId, Timestamp } from "../records/schema.js"
 import { formatTimestamp, parseTimestamp } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
-import { criteriaKinds, templateOf } from "./certificate-template.js"
+import { backgroundFileId, certificateDocument, criteriaKinds, templateOf } from "./certificate-template.js"
 
 export const CERTIFICATE_TYPE = "certificate"
 /** A product's last `sequence` (record ID: the product's). */
 export const CERTIFICATE_SEQUENCE_TYPE = "certificate_sequence"
+/** What a certificate's document says, until it is drawn (record ID: the certificate's; certificate-documents.ts). */
+export const CERTIFICATE_DOCUMENT_TYPE = "certificate_document"
+/** The purpose of an issued certificate's file. */
+export const CERTIFICATE_PURPOSE = "certificate"
 
 const WireTimestamp = Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } })
 
@@ -71,7 +81,11 @@ export const certificates: ResourceDefinition = defineResource({
       kind: Schema.Literal(...criteriaKinds),
       percent: Schema.NullOr(Schema.Number),
       exam_id: Schema.NullOr(Schema.String)
-    }).annotations({ description: "The template's criteria when the certificate was issued." })
+    }).annotations({ description: "The template's criteria when the certificate was issued." }),
+    file_id: Schema.NullOr(Schema.String).annotations({
+      description:
+        "Its document: a PDF file (purpose `certificate`) with the learner's name and the verification code, downloaded with `GET /files/{file_id}/content`. `null` until it is drawn, moments after the issue (`certificate.updated` then names it)."
+    })
   },
   // Issued by the platform (`issueCertificateIfEarned`), never through a body.
   ...writtenByThePlatform,
@@ -155,6 +169,69 @@ const nextSequence = (productId: string) =>
     return next
   })
 
+/** Attributes of a learner that are personal data (the users' description says which). */
+const personalAttributes = (): ReadonlyArray<string> => (users.personal ?? []).map((field) => field.path[0] ?? "")
+
+const text = (value: Json | undefined): string =>
+  value === null || value === undefined ? "" : Array.isArray(value) ? value.map(text).join(", ") : typeof value === "object" ? JSON.stringify(value) : String(value)
+
+/**
+ * Inside the unit of work that issued `certificate`: what its document says (the template with
+ * the learner's values as they are now), queued for the worker.
+ */
+export const queueCertificateDocument = Effect.fn("Certificates.queueDocument")(function* (certificate: JsonObject, template: JsonObject) {
+  const caller = yield* Caller
+  const records = yield* Records
+  const userId = String(certificate.user_id)
+  const productId = String(certificate.product_id)
+  const [user, product] = yield* Effect.all([records.get(caller.tenant, USER_TYPE, userId), records.get(caller.tenant, "product", productId)]).pipe(
+    Effect.mapError(writeUnavailable)
+  )
+  const learner = user?.data ?? {}
+  const customFields = (learner.custom_fields ?? {}) as JsonObject
+  const fields = template.fields as ReadonlyArray<JsonObject>
+  const values = Object.fromEntries(
+    fields.map((f) => [String(f.key), text(f.source === "user" ? learner[String(f.key)] : customFields[String(f.key)])])
+  )
+  const document = certificateDocument(
+    String(product?.data.name ?? ""),
+    template,
+    {
+      learnerName: text(learner.name),
+      document: typeof learner.document === "string" && learner.document !== "" ? learner.document : null,
+      issuedAt: String(certificate.issued_at),
+      sequence: Number(certificate.sequence),
+      code: String(certificate.code),
+      fields: values
+    },
+    null,
+    false
+  )
+  const printsPersonal =
+    (document.layout.lines.document.enabled && document.learner.document !== null) ||
+    fields.some((f) => f.source === "user" && personalAttributes().includes(String(f.key)) && values[String(f.key)] !== "")
+  const requires: ReadonlyArray<Requirement> = [
+    { capability: "certificates.read", resources: [String(certificate.id), productId, userId], anyOf: true },
+    ...(printsPersonal ? [{ capability: READ_PERSONAL, resources: [userId] }] : [])
+  ]
+  const now = yield* Clock.currentTimeMillis
+  yield* records
+    .insert(caller.tenant, CERTIFICATE_DOCUMENT_TYPE, String(certificate.id), {
+      id: String(certificate.id),
+      status: "queued",
+      document: document as unknown as JsonObject,
+      background_file_id: backgroundFileId(template),
+      requires: requirementsJson(requires),
+      attempts: 0,
+      last_error: null,
+      due_at: now,
+      lease_owner: null,
+      lease_until: null,
+      issued_by: { credential_id: caller.credential.id, administrator_id: caller.human?.adminId ?? null, request_id: caller.requestId }
+    })
+    .pipe(Effect.mapError(writeUnavailable))
+})
+
 /**
  * Issue the certificate a learner has just earned, if any: call it inside the unit of work of
  * the change that may have earned it (a progress write, an exam attempt), with the state after
@@ -193,6 +270,7 @@ export const issueCertificateIfEarned = Effect.fn("Certificates.issueIfEarned")(
     sequence,
     code,
     criteria: { kind: criteria.kind ?? "completion", percent: criteria.percent ?? null, exam_id: criteria.exam_id ?? null },
+    file_id: null,
     created_at: at,
     updated_at: at,
     deleted: false
@@ -205,10 +283,11 @@ export const issueCertificateIfEarned = Effect.fn("Certificates.issueIfEarned")(
     })
   )
   const view = resourceView(certificates, record)
+  yield* queueCertificateDocument(data, template)
   yield* recordChange(`${CERTIFICATE_TYPE}.issued`, { object: CERTIFICATE_TYPE, id })
-  yield* emitEvent(`${CERTIFICATE_TYPE}.issued`, view)
+  yield* emitEvent(`${CERTIFICATE_TYPE}.issued`, view, null, anchorsOf(certificates, data))
   return view
 })
 
-/** The events of issued certificates (they have no lifecycle of their own). */
-export const certificateEventVerbs = ["issued"] as const
+/** The events of issued certificates: issued, then updated once, when their document is named. */
+export const certificateEventVerbs = ["issued", "updated"] as const

@@ -19,6 +19,7 @@ import { enrollmentsAccessPaths } from "../learning/enrollments.js"
 import { progressAccessPaths } from "../learning/progress.js"
 import { gamificationAccessPaths } from "../learning/gamification.js"
 import { rewardsAccessPaths } from "../learning/rewards.js"
+import { certificateDocumentsAccessPaths } from "../learning/certificate-documents.js"
 import { reportsAccessPaths } from "../reports/reports.js"
 import { mailAccessPaths } from "../mail/outbox.js"
 import { supportReportAccessPaths } from "../reports/support-report.js"
@@ -49,6 +50,7 @@ export const declaredAccessPaths: ReadonlyArray<AccessPath> = [
   ...progressAccessPaths,
   ...gamificationAccessPaths,
   ...rewardsAccessPaths,
+  ...certificateDocumentsAccessPaths,
   ...signInAccessPaths,
   ...reportsAccessPaths,
   ...mailAccessPaths,

@@ -35,9 +35,10 @@ export const purposes = ["image", "pdf", "import", "editor", "document"] as cons
 export type Purpose = (typeof purposes)[number]
 /**
  * Purposes of files the service makes itself, never uploaded (an upload session refuses them):
- * `certificate_preview`, a certificate template rendered to PDF (learning/certificate-template.ts).
+ * `certificate_preview`, a certificate template rendered to PDF (learning/certificate-template.ts);
+ * `certificate`, an issued certificate's document (learning/certificate-documents.ts); `export`.
  */
-export const generatedPurposes = ["certificate_preview", "export"] as const
+export const generatedPurposes = ["certificate_preview", "certificate", "export"] as const
 
 const imageTypes = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 const officeTypes = [

@@ -29,7 +29,8 @@ const templateReply = ({ data, etag }: { readonly data: unknown; readonly etag: 
 const issuedDescriptions: Readonly<Record<string, string>> = {
   "certificates.list":
     "Certificates issued to learners, newest first (`sort=issued_at` for oldest first); filter by `user_id`, `product_id` and `issued_after`/`issued_before`. A certificate is issued by the platform when a progress change or an exam attempt meets the criteria of the product's enabled template: once per learner and product with `single_issue`, else once per enrollment.",
-  "certificates.get": "A certificate issued to a learner: its product, enrollment, issue date, `sequence` within the product, verification `code` and the criteria it was issued under."
+  "certificates.get":
+    "A certificate issued to a learner: its product, enrollment, issue date, `sequence` within the product, verification `code`, the criteria it was issued under, and `file_id`, its PDF document (the learner's name and the code on it, in any script), downloaded with `GET /files/{file_id}/content`: `null` until it is drawn, moments after the issue (`certificate.updated` then names it). Reading the file needs `files.read` and this certificate's read (and `users.read_personal` for the learner when the document prints their personal data)."
 }
 
 export const certificateRoutes: ReadonlyArray<Operation> = [
@@ -39,7 +40,7 @@ export const certificateRoutes: ReadonlyArray<Operation> = [
     path: "/products/{product_id}/certificate-template",
     summary: "Get the certificate template of a product",
     description:
-      "The certificate template of a product. A product never given one answers the defaults, with `enabled: false`. The ETag covers the template and its product (§4.3): it changes when either changes (its number, also `revision`, is the template's revision plus the product's), so a change of the product also makes an earlier ETag stale.",
+      "The certificate template of a product. A product never given one answers the defaults, with `enabled: false`. The ETag covers the template and its product: it changes when either changes (its number, also `revision`, is the template's revision plus the product's), so a change of the product also makes an earlier ETag stale.",
     tag,
     capability: "certificate_templates.read",
     scopedBy: "product_id",

@@ -57,7 +57,7 @@ export const commentsRoutes: ReadonlyArray<Operation> = [
     method: "GET",
     path: "/support/comments",
     summary: "List top-level comments awaiting moderation, or of a status",
-    description: `Top-level comments (replies are listed under their comment) across the products the credential may access (§4.3). \`status\` defaults to \`pending\`: the moderation queue. Newest first by default; \`sort=id\` is oldest first. ${scopeNote} ${authorNote}`,
+    description: `Top-level comments (replies are listed under their comment) across the products the credential may access. \`status\` defaults to \`pending\`: the moderation queue. Newest first by default; \`sort=id\` is oldest first. ${scopeNote} ${authorNote}`,
     tag,
     capability: "comments.read",
     query: ListQuery,

@@ -32,7 +32,7 @@ const domainOperations = describedOperations(domains, tag, {
   "domains.update": {
     summary: "Make a custom domain the primary one",
     description:
-      "Only `primary` changes (the host name never does: add the new one and remove the old). `primary: true` on an active domain makes it the address administrators sign in on (§5.2 step 5); the previous primary is no longer, in the same unit of work (its own `domain.updated`). On a domain that is not active: 422 `domain_rule_violation`, reason `not_active`. `primary: false` on the primary: reason `primary_required` (make another domain primary instead); on another domain it changes nothing.",
+      "Only `primary` changes (the host name never does: add the new one and remove the old). `primary: true` on an active domain makes it the address administrators sign in on (human mode's sign-in pages); the previous primary is no longer, in the same unit of work (its own `domain.updated`). On a domain that is not active: 422 `domain_rule_violation`, reason `not_active`. `primary: false` on the primary: reason `primary_required` (make another domain primary instead); on another domain it changes nothing.",
     errors: ["domain_rule_violation"]
   },
   "domains.delete": {

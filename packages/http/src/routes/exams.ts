@@ -51,7 +51,7 @@ const examOperations = describedOperations(exams, tag, {
   "exams.create": {
     summary: "Create an exam in a product, attached to no lesson",
     description:
-      "The new exam is attached to no lesson (§4.3): set its ID in a lesson's `exam_id` (lesson update) to link it; `lesson_ids` then lists that lesson. `settings` takes its defaults for every sub-field not sent."
+      "The new exam is attached to no lesson: set its ID in a lesson's `exam_id` (lesson update) to link it; `lesson_ids` then lists that lesson. `settings` takes its defaults for every sub-field not sent."
   },
   "exams.update": {
     summary: "Change an exam's title, description or settings",

@@ -169,7 +169,7 @@ const userAcceptancesOperation = defineOperation({
   method: "GET",
   path: "/users/{user_id}/term-acceptances",
   summary: "List a user's acceptances of every legal term, newest first",
-  description: `The user's acceptances of the platform's legal term and of the products' terms (§4.3), newest first (\`sort=id\`: oldest first). \`accepted_after\` (inclusive) and \`accepted_before\` (exclusive) bound \`accepted_at\` (\`accepted_before\` not after \`accepted_after\`: 422, reason \`empty_range\`). Each item's \`links.self\` is the acceptance under its legal term. A policy limited to some legal terms sees only their acceptances. A missing or trashed user is 404. ${currentNote} ${proofNote}`,
+  description: `The user's acceptances of the platform's legal term and of the products' terms, newest first (\`sort=id\`: oldest first). \`accepted_after\` (inclusive) and \`accepted_before\` (exclusive) bound \`accepted_at\` (\`accepted_before\` not after \`accepted_after\`: 422, reason \`empty_range\`). Each item's \`links.self\` is the acceptance under its legal term. A policy limited to some legal terms sees only their acceptances. A missing or trashed user is 404. ${currentNote} ${proofNote}`,
   tag,
   capability: "term_acceptances.read",
   params: { user_id: "user" },

@@ -177,7 +177,7 @@ const administratorOperations: ReadonlyArray<Operation> = [
     path: "/administrators/{administrator_id}",
     summary: "Remove an administrator and end its human mode everywhere",
     description:
-      "Remove an administrator: kept as `removed` (its email free again), its password and factor dropped, and its links to credentials of every environment ended (§5.4). The last active administrator cannot be removed (409 `state_conflict`).",
+      "Remove an administrator: kept as `removed` (its email free again), its password and factor dropped, and its links to credentials of every environment ended (human mode through them ends). The last active administrator cannot be removed (409 `state_conflict`).",
     tag,
     capability: "administrators.delete",
     scopedBy: "administrator_id",
