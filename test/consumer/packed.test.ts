@@ -192,7 +192,7 @@ describe("the packed packages in a project outside the workspace", () => {
       expect(await run(join(project, "node_modules/.bin/syllabus"), ["--help"], project)).toContain("syllabus")
     }, minutes(1))
 
-    it("runs the server binary from its build: it serves /livez and the reference page with its script", async () => {
+    it("runs the server binary from its build: it serves /livez, /docs and a tag's reference page with its script", async () => {
       await consumerInstalled
       const port = await freePort()
       const server = spawn(join(project, "node_modules/.bin/syllabus-server"), [], {
@@ -214,12 +214,16 @@ describe("the packed packages in a project outside the workspace", () => {
       const base = `http://127.0.0.1:${port}`
       const live = await fetch(`${base}/livez`)
       expect(live.status, output).toBe(200)
-      // The reference page's script is a file of another package, read at run time: it must
+      // A reference page's script is a file of another package, read at run time: it must
       // resolve from the installed packages too, not only from the workspace.
-      const page = await fetch(`${base}/docs`)
-      expect(page.status).toBe(200)
+      const docs = await fetch(`${base}/docs`)
+      expect(docs.status).toBe(200)
+      const tagPage = /href="(\/docs\/reference\/[a-z0-9-]+)"/.exec(await docs.text())?.[1]
+      expect(tagPage, "/docs links no reference page").toBeDefined()
+      const page = await fetch(new URL(tagPage!, base))
+      expect(page.status, `GET ${tagPage}`).toBe(200)
       const script = /<script src="([^"]+)"/.exec(await page.text())?.[1]
-      expect(script, "the /docs page loads no script").toBeDefined()
+      expect(script, `${tagPage} loads no script`).toBeDefined()
       expect((await fetch(new URL(script!, base))).status, `GET ${script}`).toBe(200)
       server.kill("SIGTERM")
     }, minutes(1))

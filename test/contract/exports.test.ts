@@ -5,6 +5,7 @@
  * clock, paging through a collection larger than one store page, and `GET /reports/exports`.
  * Each test that counts starts from an empty sandbox.
  */
+import { runDueOperations } from "@syllabus/core"
 import { expect, it } from "vitest"
 import { eachStore, freshKey, type Harness } from "../support/harness.js"
 import { api, created, credentialWith } from "../support/api.js"
@@ -357,4 +358,26 @@ eachStore(
     }, 180_000)
   },
   { background: { concurrency: 40, perAccount: 10 } }
+)
+
+eachStore(
+  "exports whose one item is refused",
+  (h) => {
+    it("an export whose item was refused reads failed with the item's error (its operation ran its one item: succeeded, progress.failed 1)", async () => {
+      const client = await fresh(h())
+      const started = await client.post("/exports", { resource_type: "users", format: "csv" })
+      expect(started.status, started.text).toBe(202)
+      const operationId = started.body.data.operation_id as string
+      const [item] = (await client.get(`/operations/${operationId}/items`)).body.data
+      // The item names an export that does not exist: refused (404), not an outage.
+      const tenant = { accountId: h().account.account.id, environment: "sandbox" as const }
+      const stored = await h().storedRecord(tenant, "operation_item", item.id)
+      await h().patchRecord(tenant, "operation_item", item.id, { payload: { ...stored!.payload, export_id: "exp_000000001" } })
+      await h().runUseCase(runDueOperations())
+      expect((await client.get(`/operations/${operationId}`)).body.data).toMatchObject({ status: "succeeded", progress: { done: 0, failed: 1, total: 1 } })
+      const read = (await client.get(`/exports/${started.body.data.id}`)).body.data
+      expect(read).toMatchObject({ status: "failed", file_id: null, error: { code: "not_found" } })
+    })
+  },
+  { workers: false }
 )

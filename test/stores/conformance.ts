@@ -12,6 +12,7 @@ import {
   LESSON_PROGRESS_FIGURES,
   SALES_PRODUCT_FIGURES,
   type IdempotencyClaim,
+  NOT_REPLAYABLE_HEADER,
   RateLimitStore,
   type RateCheck,
   Records,
@@ -1157,7 +1158,8 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
               fingerprint: "fp_1",
               state: "in_progress",
               response: null,
-              expiresAt: 100_000
+              expiresAt: 100_000,
+              claimedAt: 1_000
             })
             // The store is usable afterwards, transactions included.
             yield* uow.transaction(records.insert(tenant, "course", "crs_new", {}, [{ name: "slug", value: "new" }]))
@@ -1357,7 +1359,7 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           )
           expect(second).toEqual({
             _tag: "Existing",
-            receipt: { operationId: "op_create_course", fingerprint: "fp_1", state: "in_progress", response: null, expiresAt: 100_000 }
+            receipt: { operationId: "op_create_course", fingerprint: "fp_1", state: "in_progress", response: null, expiresAt: 100_000, claimedAt: 1_000 }
           })
           expect(JSON.stringify(second)).not.toContain("tok_1")
         }))
@@ -1374,6 +1376,27 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           expect((yield* idempotency.claim(newTenant(), "key-1", claimAttempt("tok_4")))._tag).toBe("Claimed")
         }))
 
+      it.effect("voidCompleted: the tenant's completed receipts keep their status but no body, marked not replayable; claims in progress and other tenants untouched", () =>
+        Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const tenant = newTenant()
+          const other = newTenant()
+          const response = { status: 201, headers: { etag: '"1"' }, body: { id: "crs_1" } }
+          for (const [where, key] of [[tenant, "done"], [other, "done"]] as const) {
+            yield* idempotency.claim(where, key, claimAttempt(`tok_${key}`))
+            yield* idempotency.complete(where, key, `tok_${key}`, response)
+          }
+          yield* idempotency.claim(tenant, "held", claimAttempt("tok_held"))
+          yield* idempotency.voidCompleted(tenant)
+          expect(existing(yield* idempotency.claim(tenant, "done", claimAttempt("tok_x")))?.response).toEqual({
+            status: 201,
+            headers: { [NOT_REPLAYABLE_HEADER]: "result" },
+            body: null
+          })
+          expect(existing(yield* idempotency.claim(tenant, "held", claimAttempt("tok_y")))?.state).toBe("in_progress")
+          expect(existing(yield* idempotency.claim(other, "done", claimAttempt("tok_z")))?.response).toEqual(response)
+        }))
+
       it.effect("complete records the response for the holder of the token only", () =>
         Effect.gen(function* () {
           const idempotency = yield* Idempotency
@@ -1388,7 +1411,8 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
             fingerprint: "fp_1",
             state: "completed",
             response,
-            expiresAt: 100_000
+            expiresAt: 100_000,
+            claimedAt: 1_000
           })
           // Completing a key nobody holds does nothing.
           yield* idempotency.complete(tenant, "key-9", "tok_1", response)
@@ -1435,7 +1459,9 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
             fingerprint: "fp_1",
             state: "in_progress",
             response: null,
-            expiresAt: 9_000
+            expiresAt: 9_000,
+            // Taken over by the claim at 5,000.
+            claimedAt: 5_000
           })
           yield* idempotency.claim(tenant, "key-2", claimAttempt("tok_5", { now: 1_000, expiresAt: 5_000 }))
           expect((yield* idempotency.claim(tenant, "key-2", claimAttempt("tok_6", { now: 7_000 })))._tag).toBe("Claimed")

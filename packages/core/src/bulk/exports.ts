@@ -52,7 +52,7 @@ import { reachAlternatives, reachOf, reaches, requirementsJson } from "../access
 import { type ApiError, apiError, type DetailItem, readUnavailable, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
 import { BYTE_ORDER_MARK, csvLine } from "./csv.js"
-import { type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
+import { firstFailedItem, type ItemServices, type OperationKind, startOperation } from "../operations/operations.js"
 import { FileStorage, type StoredPart } from "../ports/file-storage.js"
 import {
   type AccessPath,
@@ -500,15 +500,20 @@ const runExportItem = (payload: JsonObject): Effect.Effect<Json, ApiError, ItemS
   })
 
 /**
- * The end of an export's operation that did not succeed: the export reads `failed` (with the
- * operation's error) or `canceled`, in the unit of work that records the operation's end.
+ * The end of an export's operation when the export was not written: the export reads `failed`
+ * (with the operation's error, or its one item's when that item was refused: the operation
+ * ran it, so succeeded) or `canceled`, in the unit of work that records the operation's end.
  */
 const finishExport = (operation: JsonObject): Effect.Effect<void, ApiError<"audit_unavailable">, ItemServices> =>
   Effect.gen(function* () {
-    const status = operation.status
-    if (status !== "failed" && status !== "canceled") return
+    const itemRefused = operation.status === "succeeded" && Number((operation.progress as JsonObject | null)?.failed ?? 0) > 0
+    if (operation.status !== "failed" && operation.status !== "canceled" && !itemRefused) return
+    const status = itemRefused ? "failed" : String(operation.status)
     const caller = yield* Caller
     const records = yield* Records
+    const error = itemRefused
+      ? ((yield* firstFailedItem(caller.tenant, String(operation.id)).pipe(Effect.mapError(writeUnavailable)))?.data.error ?? null)
+      : (operation.error ?? null)
     const found = yield* records
       .list(caller.tenant, EXPORT_TYPE, {
         where: [{ field: "operation_id", op: "eq", value: String(operation.id) }],
@@ -523,7 +528,7 @@ const finishExport = (operation: JsonObject): Effect.Effect<void, ApiError<"audi
         .update(caller.tenant, EXPORT_TYPE, record.id, {
           ...record.data,
           status,
-          error: (operation.error ?? null) as Json,
+          error: error as Json,
           completed_at: formatTimestamp(now)
         })
         .pipe(Effect.mapError(writeUnavailable))

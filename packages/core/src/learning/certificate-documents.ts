@@ -5,7 +5,7 @@
  *
  * - **Rendered after the issue, not in it.** A certificate is issued inside the unit of work of
  *   a progress write or an exam attempt; drawing a PDF is CPU work of up to the renderer's time
- *   budget, and the renderer may be busy. So the issue writes, in its own unit of work, what the
+ *   budget, and the renderer may be busy. So the issue writes, in its unit of work, what the
  *   document says (`certificate_document`, an internal record keyed by the certificate's ID:
  *   the template resolved with the learner's values, as they are when the certificate is
  *   issued), and `certificateDocumentsWorker` draws it through the same `CertificateRenderer`

@@ -620,6 +620,18 @@ const enumerateItems = (
     )
   })
 
+/** An operation's first failed item, by ID (an index read), if any. */
+export const firstFailedItem = (tenant: Tenant, operationId: string) =>
+  Effect.map(
+    Effect.flatMap(Records, (records) =>
+      records.list(tenant, OPERATION_ITEM_TYPE, {
+        where: [{ field: "operation_id", op: "eq", value: operationId }, { field: "status", op: "eq", value: "failed" }],
+        sort: { field: "id", kind: "text", direction: "asc" },
+        limit: 1
+      })),
+    (items): StoredRecord | undefined => items[0]
+  )
+
 /** An operation's items counted by status, and its first failed item: read through indexes, never every item. */
 const tallyItems = (operation: StoredRecord) =>
   Effect.gen(function* () {
@@ -627,11 +639,7 @@ const tallyItems = (operation: StoredRecord) =>
     const ofOperation = { field: "operation_id", op: "eq", value: operation.id } as const
     const counts = yield* records.count(operation.tenant, OPERATION_ITEM_TYPE, [ofOperation], ["status"])
     const counted = (status: string) => counts.filter((c) => c.key[0] === status).reduce((n, c) => n + c.count, 0)
-    const [firstFailed] = yield* records.list(operation.tenant, OPERATION_ITEM_TYPE, {
-      where: [ofOperation, { field: "status", op: "eq", value: "failed" }],
-      sort: { field: "id", kind: "text", direction: "asc" },
-      limit: 1
-    })
+    const firstFailed = yield* firstFailedItem(operation.tenant, operation.id)
     return {
       progress: { done: counted("succeeded"), failed: counted("failed"), total: counts.reduce((n, c) => n + c.count, 0) },
       firstFailed
@@ -690,7 +698,7 @@ const cancelQueuedItems = (operation: StoredRecord, stillOurs: (current: StoredR
  * `items_failed`), or canceled. A canceled or refused operation's queued items are canceled
  * first, a page at a time.
  *
- * One reading for every operation type (docs/operations.md): an operation that ran every item
+ * One reading for every operation type (docs/architecture.md, "Asynchronous operations"): an operation that ran every item
  * `succeeded`, even when some items failed on what they asked (a row of an import without an
  * email): `progress.failed` counts them and each item carries its error, as a bulk job's
  * "complete" does (Salesforce's Bulk API). It `failed` when it could not run: the source was
