@@ -34,6 +34,11 @@ const minutes = (n: number) => n * 60_000
 interface Manifest {
   readonly name: string
   readonly version: string
+  readonly private?: boolean
+  readonly license?: string
+  readonly publishConfig?: { readonly access?: string }
+  readonly peerDependencies?: Record<string, string>
+  readonly peerDependenciesMeta?: Record<string, { readonly optional?: boolean }>
   readonly main?: string
   readonly types?: string
   readonly bin?: Record<string, string>
@@ -176,6 +181,31 @@ describe("the packed packages in a project outside the workspace", () => {
       if (manifest.main) expect(files).toContain(manifest.main.replace(/^\.\//, "").replace(/\.js$/, ".d.ts"))
     }
   })
+
+  it("each tarball is publishable: not private, licensed (LICENSE inside), public, and `npm publish --dry-run` accepts it", async () => {
+    for (const [name, { manifest, files }] of packed) {
+      expect(manifest.private, `${name} is private`).toBeUndefined()
+      expect(manifest.license, name).toBe("MIT")
+      expect(files, `${name} ships no LICENSE`).toContain("LICENSE")
+      expect(manifest.publishConfig?.access, name).toBe("public")
+      const dryRun = JSON.parse(await run("npm", ["publish", "--dry-run", "--json", tarballs.get(name)!], scratch)) as Record<string, { name: string }>
+      expect(Object.values(dryRun).map((entry) => entry.name)).toEqual([name])
+    }
+  }, minutes(2))
+
+  it("what only the server needs (XLSX, PDF and fonts, SMTP) is an optional peer of @syllabus/http, a dependency of the server, and not in the double's tree", async () => {
+    const serverOnly = ["exceljs", "pdfkit", "qrcode-generator", "wawoff2", "nodemailer", "@fontsource/noto-sans"]
+    const http = packed.get("@syllabus/http")!.manifest
+    const server = packed.get("@syllabus/server")!.manifest
+    for (const name of serverOnly) {
+      expect(Object.keys(http.dependencies ?? {}), `@syllabus/http depends on ${name}`).not.toContain(name)
+      expect(http.peerDependenciesMeta?.[name]?.optional, `${name} is not an optional peer of @syllabus/http`).toBe(true)
+      expect(Object.keys(server.dependencies ?? {}), `the server lacks ${name}`).toContain(name)
+    }
+    // examples/integration depends on @syllabus/testing and @syllabus/http, not on the server.
+    await integrationInstalled
+    for (const name of serverOnly) expect(existsSync(join(integration, "node_modules", name)), `${name} installed for the double`).toBe(false)
+  }, minutes(5))
 
   describe("a scratch consumer (test/consumer/scratch)", () => {
     const project = consumer

@@ -27,8 +27,17 @@ import { availableParallelism } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
-import { drawCertificatePdf } from "./certificate-pdf.js"
 import type { RenderReply, RenderRequest } from "./certificate-render-worker.js"
+import { isInstalled, notInstalled } from "./optional-module.js"
+
+/** What drawing a certificate needs beyond @syllabus/http's own dependencies (its optional peers). */
+const DRAWING_PACKAGES = ["pdfkit", "qrcode-generator", "wawoff2", "@fontsource/noto-sans"] as const
+
+/** Why certificates cannot be drawn here, or `undefined` when they can. */
+const drawingUnavailable = (): string | undefined => {
+  const missing = DRAWING_PACKAGES.filter((name) => !isInstalled(name))
+  return missing.length === 0 ? undefined : notInstalled("Drawing a certificate", missing)
+}
 
 export interface RenderPoolOptions {
   /** Render threads (default min(2, cores)). */
@@ -88,6 +97,8 @@ export const makeRenderPool = (options: RenderPoolOptions = {}): RenderPool => {
   const queue: Array<Job> = []
   let ids = 0
   let closed = false
+  // Checked once: a thread started without the drawing packages would fail to load, again and again.
+  const unavailable = drawingUnavailable()
 
   /** The thread's job ends with `outcome`; a thread that failed or ran out of time is discarded. */
   const finish = (thread: Thread, outcome: Effect.Effect<Uint8Array, RenderFailed | RenderBudgetExceeded>, discard: boolean) => {
@@ -156,6 +167,7 @@ export const makeRenderPool = (options: RenderPoolOptions = {}): RenderPool => {
     render: (document) =>
       Effect.async<Uint8Array, RenderFailed | RenderBudgetExceeded | RendererBusy>((resume) => {
         if (closed) return resume(Effect.fail(new RenderFailed({ cause: "render pool closed" })))
+        if (unavailable !== undefined) return resume(Effect.fail(new RenderFailed({ cause: unavailable })))
         if (busy() === size && queue.length >= queueCap) return resume(Effect.fail(new RendererBusy({ retryAfterSeconds: 1 })))
         const job: Job = { id: ++ids, document, done: resume }
         queue.push(job)
@@ -186,7 +198,14 @@ export const makeRenderPool = (options: RenderPoolOptions = {}): RenderPool => {
 
 /** Render one certificate in this thread (blocks the event loop while it draws: tools and tests, not a server). */
 export const renderCertificatePdf = (c: CertificateDocument): Effect.Effect<Uint8Array, RenderFailed> =>
-  Effect.tryPromise({ try: () => drawCertificatePdf(c), catch: (cause) => new RenderFailed({ cause }) })
+  Effect.tryPromise({
+    try: async () => {
+      const unavailable = drawingUnavailable()
+      if (unavailable !== undefined) throw new Error(unavailable)
+      return (await import("./certificate-pdf.js")).drawCertificatePdf(c)
+    },
+    catch: (cause) => new RenderFailed({ cause })
+  })
 
 /** The pdfkit renderer on a pool of worker threads, the default of `syllabusLayer`. */
 export const pooledCertificateRenderer = (options: RenderPoolOptions = {}): Layer.Layer<CertificateRenderer> =>

@@ -30,9 +30,10 @@
 import { IMPORT_LIMITS, type TabularFormat, TabularLimitExceeded, TabularReader, type TabularRow } from "@syllabus/core"
 import { parse } from "csv-parse"
 import { Data, Effect, Layer, Option, Stream } from "effect"
-import ExcelJS from "exceljs"
+import type ExcelJSModule from "exceljs"
 import { Unzip, UnzipInflate, UnzipPassThrough } from "fflate"
 import { Readable, type Transform } from "node:stream"
+import { importOptional } from "./optional-module.js"
 
 /** The bytes' own stream failed (storage): carried through the parser, answered with its typed error. */
 class SourceFailed extends Data.TaggedError("SourceFailed")<{}> {}
@@ -231,6 +232,7 @@ const cellValue = (value: unknown): unknown => {
 }
 
 async function* xlsxRows(input: Readable, last: { number: number }): AsyncIterable<TabularRow> {
+  const { default: ExcelJS } = await importOptional<{ default: typeof ExcelJSModule }>("exceljs", "Reading an XLSX file")
   const workbook = new ExcelJS.stream.xlsx.WorkbookReader(input, {
     worksheets: "emit",
     sharedStrings: "cache",

@@ -15,7 +15,8 @@
  */
 import { Mailer, type MailMessage, type MailOutcome } from "@syllabus/core"
 import { Effect, Layer, Redacted } from "effect"
-import nodemailer from "nodemailer"
+import type Nodemailer from "nodemailer"
+import { importOptional } from "./optional-module.js"
 
 /** How the connection is protected. */
 export type SmtpTls = "implicit" | "starttls" | "opportunistic" | "off"
@@ -93,9 +94,9 @@ export const outcomeOfError = (error: unknown): MailOutcome => {
   }
 }
 
-/** The SMTP `Mailer`: one transaction per message, on a transport made once. */
+/** The SMTP `Mailer`: one transaction per message, on a transport made once (nodemailer, loaded then). */
 export const SmtpMailer = (options: SmtpOptions): Layer.Layer<Mailer> =>
-  Layer.sync(Mailer, () => {
+  Layer.effect(Mailer, Effect.promise(() => importOptional<{ default: typeof Nodemailer }>("nodemailer", "Sending mail over SMTP")).pipe(Effect.map(({ default: nodemailer }) => {
     const transport = nodemailer.createTransport(smtpTransportOptions(options))
     const send = (message: MailMessage): Effect.Effect<MailOutcome> =>
       Effect.tryPromise({
@@ -114,4 +115,4 @@ export const SmtpMailer = (options: SmtpOptions): Layer.Layer<Mailer> =>
         Effect.catchAll((outcome) => Effect.succeed(outcome))
       )
     return { send }
-  })
+  })))
