@@ -6,7 +6,7 @@
  * when the item runs is an item failed with `state_conflict` reason `no_access`. Each test
  * starts from an empty sandbox. Decisions: docs/sales.md.
  */
-import { createResource, grantDelivery, revokeDelivery, users } from "@syllabus/core"
+import { createResource, grantDelivery, revokeDelivery, runDueOperations, users } from "@syllabus/core"
 import { Effect } from "effect"
 import { expect, it } from "vitest"
 import { api, created, runAsAccount } from "../support/api.js"
@@ -238,3 +238,37 @@ eachStore("delivery access and tag applications", (h) => {
     }
   })
 })
+
+eachStore(
+  "tag applications whose users lose access before their items run",
+  (h) => {
+    it("a user whose access was taken away (a refund revoked it) fails with reason revoked; one whose access lapsed with no_access (§7 state_conflict reasons)", async () => {
+      const client = await fresh(h())
+      const tag = await newTag(client, "Buyers")
+      const d = await created(client.post("/sales/deliveries", { name: "Trial", products: [{ product_id: await newProduct(client), duration_days: 1 }] }))
+      const [refunded, lapsed, kept] = [await newUser(client, "Refunded"), await newUser(client, "Lapsed"), await newUser(client, "Kept")]
+      await grant(h(), d.id, refunded)
+      await grant(h(), d.id, lapsed)
+      await grant(h(), d.id, kept, Date.now() + 3 * DAY)
+      expect((await client.patch(`/sales/deliveries/${d.id}`, { tag_ids: [tag] })).status).toBe(200)
+      const res = await client.post(`/sales/deliveries/${d.id}/tags/applications`)
+      expect(res.status, res.text).toBe(202)
+      expect(res.body.data.progress.total).toBe(3)
+      // Before the items run: a refund, and two days for the trial to lapse.
+      await revoke(h(), d.id, refunded)
+      h().advance(2 * DAY)
+      try {
+        await h().runUseCase(runDueOperations())
+        const op = (await client.get(`/operations/${res.body.data.id}`)).body.data
+        expect(op).toMatchObject({ status: "succeeded", progress: { done: 1, failed: 2, total: 3 } })
+        const items = new Map((await client.get(`/operations/${op.id}/items`)).body.data.map((i: any) => [i.key, i]))
+        expect(items.get(refunded)).toMatchObject({ status: "failed", error: { code: "state_conflict", reason: "revoked", resource_id: refunded } })
+        expect(items.get(lapsed)).toMatchObject({ status: "failed", error: { code: "state_conflict", reason: "no_access", resource_id: lapsed } })
+        expect(items.get(kept)).toMatchObject({ status: "succeeded" })
+      } finally {
+        h().advance(-2 * DAY)
+      }
+    })
+  },
+  { workers: false }
+)

@@ -147,6 +147,10 @@ export const grantDelivery = Effect.fn("Deliveries.grant")(function* (input: {
 
 /** The user's active enrollments through the delivery (at most one per product: ≤ 50), by index. */
 export const activeThroughDelivery = (deliveryId: string, userId: string, limit = 100) =>
+  enrollmentsThroughDelivery(deliveryId, userId, "active", limit)
+
+/** A user's enrollments of one status through a delivery (the same index). */
+export const enrollmentsThroughDelivery = (deliveryId: string, userId: string, status: "active" | "canceled", limit: number) =>
   Effect.gen(function* () {
     const caller = yield* Caller
     const records = yield* Records
@@ -154,7 +158,7 @@ export const activeThroughDelivery = (deliveryId: string, userId: string, limit 
       .list(caller.tenant, ENROLLMENT_TYPE, {
         where: [
           { field: "delivery_id", op: "eq", value: deliveryId },
-          { field: "status", op: "eq", value: "active" },
+          { field: "status", op: "eq", value: status },
           { field: "user_id", op: "eq", value: userId }
         ],
         sort: { field: "user_id", kind: "text", direction: "asc" },
@@ -180,3 +184,6 @@ export const revokeDelivery = Effect.fn("Deliveries.revoke")(function* (input: {
 
 /** The item failure of a user who has no (longer) active access through the delivery. */
 export const noAccess = () => apiError("state_conflict", { reason: "no_access" })
+
+/** The item failure of a user whose access through the delivery was taken away (a refund, a chargeback, a cancellation). */
+export const accessRevoked = () => apiError("state_conflict", { reason: "revoked" })

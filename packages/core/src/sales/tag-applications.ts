@@ -29,7 +29,7 @@ import { USER_TYPE } from "../people/people-users.js"
 import { type Json, type JsonObject, type ListQuery, Records } from "../ports/store.js"
 import { getResource } from "../records/resource.js"
 import { deliveries, DELIVERY_TYPE, deliveryTagIds } from "./deliveries.js"
-import { activeThroughDelivery, applyTags, noAccess } from "./delivery-access.js"
+import { accessRevoked, activeThroughDelivery, applyTags, enrollmentsThroughDelivery, noAccess } from "./delivery-access.js"
 import { requireSalesFeature } from "./features.js"
 
 /** The operation type (open enum of operation types). */
@@ -94,8 +94,11 @@ const runTagApplicationItem = (payload: JsonObject): Effect.Effect<Json, ApiErro
     if (!delivery) return yield* Effect.fail(apiError("not_found"))
     const user = yield* records.get(caller.tenant, USER_TYPE, item.user_id).pipe(Effect.mapError(readUnavailable))
     const active = yield* activeThroughDelivery(item.delivery_id, item.user_id)
-    if (!user || user.data.deleted === true || !active.some((enrollment) => isOpenEnrollment(enrollment, now))) {
-      return yield* Effect.fail(noAccess())
+    if (!user || user.data.deleted === true) return yield* Effect.fail(noAccess())
+    if (!active.some((enrollment) => isOpenEnrollment(enrollment, now))) {
+      // Taken away (its enrollment canceled: a refund, a chargeback) is told apart from lapsed.
+      const canceled = yield* enrollmentsThroughDelivery(item.delivery_id, item.user_id, "canceled", 1)
+      return yield* Effect.fail(canceled.length > 0 ? accessRevoked() : noAccess())
     }
     const added = yield* applyTags(user, deliveryTagIds(delivery))
     return { object: USER_TYPE, id: user.id, tag_ids_added: added }
