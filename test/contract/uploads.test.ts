@@ -441,7 +441,10 @@ eachStore("uploads", (h) => {
     let first: Promise<Response> | undefined
     try {
       first = c.complete(session.id, { idempotencyKey: key })
-      await eventually(async () => expectError(await c.complete(session.id, { idempotencyKey: key }), 409, "idempotency_in_progress"))
+      // Its completion holds the session (it took the key before): seen in the store, without a request that could take the key itself.
+      const tenant = { accountId: h().account.account.id, environment: "production" as const }
+      await eventually(async () => expect(typeof (await h().storedRecord(tenant, "upload", session.id))?.completing_since).toBe("number"))
+      expectError(await c.complete(session.id, { idempotencyKey: key }), 409, "idempotency_in_progress")
       // Past the claim's lease: no live request holds a key that long (its deadline is shorter).
       h().advance(CLAIM_LEASE_MS + 1000)
       const uncertain = await c.complete(session.id, { idempotencyKey: key })
