@@ -195,8 +195,11 @@ eachStore(
         expect(ignored.body.data).toMatchObject({ id: row.id, status: "ignored", revision: "2" })
         expect(typeof ignored.body.data.ignored_at).toBe("string")
         expect(ignored.headers.get("etag")).toBe(`W/"email_bounce:${row.id}:2"`)
-        // Again: no change, no second event.
-        expect((await api(h()).patch(`/reports/email-bounces/${row.id}`, { status: "ignored" })).status).toBe(200)
+        // Again: no change (the same bounce, the same ETag), no second event.
+        const ignoredAgain = await api(h()).patch(`/reports/email-bounces/${row.id}`, { status: "ignored" })
+        expect(ignoredAgain.status, ignoredAgain.text).toBe(200)
+        expect(ignoredAgain.body.data).toEqual(ignored.body.data)
+        expect(ignoredAgain.headers.get("etag")).toBe(`W/"email_bounce:${row.id}:2"`)
         const events = (await api(h()).get(`/events?resource_id=${row.id}`)).body.data.map((e: any) => e.type).sort()
         expect(events).toEqual(["email_bounce.created", "email_bounce.ignored"])
         expect((await api(h()).get("/reports/email-bounces?status=active")).body.data.some((b: any) => b.id === row.id)).toBe(false)
@@ -314,7 +317,7 @@ eachStore(
       expect(agent.capabilities).toEqual(expect.arrayContaining(["access_emails.create", "access_emails.read", "email_bounces.update"]))
     })
 
-    it("bad input: 422 itemized, 404 for a missing user, nothing queued", async () => {
+    it("bad input: 422 itemized, 404 for a missing or trashed user, 422 for a trashed product, nothing queued", async () => {
       const user = await newUser(h(), unique("input"))
       expectError(await api(h()).post(`/users/${user.id}/access-emails`, { product_id: "nope" }), 422, "validation_failed", { field: "product_id", code: "invalid" })
       expectError(await api(h()).post(`/users/${user.id}/access-emails`, { product_id: "prd_000000001" }), 422, "validation_failed", { field: "product_id", reason: "not_found" })
@@ -327,8 +330,20 @@ eachStore(
       // A blocked user is not mailed.
       const blocked = await created(api(h()).post("/users", { name: "B", email: unique("blocked"), status: "blocked" }))
       expectError(await api(h()).post(`/users/${blocked.id}/access-emails`, {}), 409, "state_conflict", { reason: "user_blocked" })
+      // A user or a product in the trash is as good as missing.
+      const trashed = await newUser(h(), unique("trashed"))
+      expect((await api(h()).del(`/users/${trashed.id}`)).status).toBe(200)
+      expectError(await api(h()).post(`/users/${trashed.id}/access-emails`, {}), 404, "not_found")
+      const gone = await newProduct(h(), h().live, { name: "Gone" })
+      expect((await api(h()).del(`/products/${gone.id}`)).status).toBe(200)
+      expectError(await api(h()).post(`/users/${user.id}/access-emails`, { product_id: gone.id }), 422, "validation_failed", { field: "product_id", reason: "not_found" })
       // Nothing was queued by the failures: the first real send passes the resend window.
-      expect((await api(h()).post(`/users/${user.id}/access-emails`, {})).status).toBe(202)
+      const sent = await api(h()).post(`/users/${user.id}/access-emails`, {})
+      expect(sent.status, sent.text).toBe(202)
+      // Without a product, the mail is about the school's courses.
+      expect(sent.body.data.subject).toBe(`Your access to ${h().account.account.name}`)
+      // Another user's path does not reach it.
+      expectError(await api(h()).get(`/users/${trashed.id}/access-emails/${sent.body.data.id}`), 404, "not_found")
     })
 
     it("GET /reports/email-bounces pages newest first with signed cursors; a PATCH of another status is 422", async () => {
@@ -347,6 +362,9 @@ eachStore(
       expect(next.body.data[0].id).toBe(ids[0])
       // A cursor with another filter is refused.
       expectError(await api(h()).get(`/reports/email-bounces?status=active&limit=2&cursor=${encodeURIComponent(first.body.page.next_cursor)}`), 400, "invalid_cursor")
+      const active = await api(h()).get("/reports/email-bounces?status=active&limit=2")
+      expect(typeof active.body.page.next_cursor).toBe("string")
+      expectError(await api(h()).get(`/reports/email-bounces?status=ignored&limit=2&cursor=${encodeURIComponent(active.body.page.next_cursor)}`), 400, "invalid_cursor")
       expectError(await api(h()).patch(`/reports/email-bounces/${ids[0]}`, { status: "active" }), 422, "validation_failed", { field: "status" })
     })
 

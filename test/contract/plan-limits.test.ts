@@ -170,6 +170,20 @@ eachStore("plan limits", (h) => {
     expect(ok(await account.call("GET", "/webhooks"), 200)).toEqual([])
   })
 
+  it("webhooks and domains each take a slot: at a limit of 1 the second is 409 plan_limit_reached; removing the first frees it", async () => {
+    const account = await openAccount(h())
+    await account.plan({ limits: { webhooks: 1, domains: 1 } })
+    const webhook = () => account.call("POST", "/webhooks", { url: "https://hooks.example.com/syllabus", event_types: ["product.created"] })
+    const domain = () => account.call("POST", "/domains", { hostname: `plan-${accounts}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.example.com` })
+    for (const [resource, create] of [["webhooks", webhook], ["domains", domain]] as const) {
+      const first = ok(await create())
+      expect(await usageOf(account, resource)).toEqual({ resource, limit: 1, used: 1 })
+      expectLimitReached(await create(), resource, 1)
+      expect((await account.call("DELETE", `/${resource}/${first.id}`)).status).toBe(204)
+      ok(await create())
+    }
+  })
+
   it("a batch create over the limit fails the items beyond it with plan_limit_reached; the others succeed", async () => {
     const account = await openAccount(h())
     await account.plan({ limits: { products: 2 } })

@@ -75,7 +75,7 @@ eachStore("what learning earns", (h) => {
     expect(await balanceOf(h(), c.user)).toBe(15)
   })
 
-  it("a passed attempt awards exam_passed once per learner and exam, and issues a certificate whose criterion is the exam", async () => {
+  it("a passed attempt (not a failed one) awards exam_passed once per learner and exam, and issues a certificate whose criterion is the exam", async () => {
     const c = await course(h(), {})
     const exam = await ok(api(h()).post(`/products/${c.product}/exams`, { title: "Final" }))
     await ok(
@@ -89,15 +89,22 @@ eachStore("what learning earns", (h) => {
         alternatives: [{ text: "4", correct: true }, { text: "5" }]
       })
     )
-    const right = (question.alternatives as Array<{ id: string; text: string }>).find((a) => a.text === "4")!.id
+    const alternative = (text: string) => (question.alternatives as Array<{ id: string; text: string }>).find((a) => a.text === text)!.id
+    const right = alternative("4")
     const attempt = (alternative: string) =>
       ok(api(h()).post(`/products/${c.product}/exams/${exam.id}/attempts`, { user_id: c.user, answers: [{ exam_question_id: question.id, alternative_ids: [alternative] }] }))
+    // A failed attempt earns nothing, and progress after it does not count it as the exam passed.
+    expect((await attempt(alternative("5"))).passed).toBe(false)
+    expect(await balanceOf(h(), c.user)).toBe(0)
+    await complete(h(), c.enrollment, c.lessons[0]!)
+    expect(await balanceOf(h(), c.user)).toBe(10)
+    expect(await certificatesOf(h(), c.user)).toEqual([])
     expect((await attempt(right)).passed).toBe(true)
-    // 20 (exam passed) + 5 (certificate issued)
-    expect(await balanceOf(h(), c.user)).toBe(25)
+    // 10 (a lesson) + 20 (exam passed) + 5 (certificate issued)
+    expect(await balanceOf(h(), c.user)).toBe(35)
     expect(await certificatesOf(h(), c.user)).toHaveLength(1)
     expect((await attempt(right)).passed).toBe(true)
-    expect(await balanceOf(h(), c.user)).toBe(25)
+    expect(await balanceOf(h(), c.user)).toBe(35)
     expect(await certificatesOf(h(), c.user)).toHaveLength(1)
   })
 })

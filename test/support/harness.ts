@@ -298,7 +298,16 @@ export const startHarness = async (
 
 const lower = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]))
 
-export const stores = ["memory", "postgresql"] as const
+const allStores = ["memory", "postgresql"] as const
+
+/**
+ * The stores the suite runs on: both, unless `SYLLABUS_TEST_STORES` names some (comma-separated,
+ * e.g. `memory`), as mutation testing does (`pnpm mutate`, docs/mutation-testing.md) to halve
+ * each run; the full suite and CI always run both.
+ */
+const onlyStores = process.env["SYLLABUS_TEST_STORES"]?.split(",").filter((name) => name !== "") ?? []
+export const stores: ReadonlyArray<(typeof allStores)[number]> =
+  onlyStores.length === 0 ? allStores : allStores.filter((store) => onlyStores.includes(store))
 
 /**
  * Run a block of contract tests once per store, each on its own server (and, on
