@@ -26,7 +26,7 @@
  *   learner's email, document or phone).
  * - Kept as long as the certificate (`expires_at: null`); a sandbox reset removes both.
  */
-import { Clock, Duration, Effect, FiberSet, Option, Random } from "effect"
+import { Clock, Effect, Option, Random } from "effect"
 import { Caller, type CallerInfo, Ids } from "../access/context.js"
 import { type ApiError, writeUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
@@ -37,7 +37,7 @@ import { anchorsOf, resourceView } from "../records/resource.js"
 import { formatTimestamp, HOUR, MINUTE, SECOND } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
 import { FILE_REQUIRES, FILE_TYPE, objectKey } from "../uploads/uploads.js"
-import { backgroundBudget, yieldToEventLoop } from "../workers/background.js"
+import { dueWorker } from "../workers/due-worker.js"
 import { readBackground, storeRenderedPdf } from "./certificate-template.js"
 import { CERTIFICATE_DOCUMENT_TYPE, CERTIFICATE_PURPOSE, CERTIFICATE_TYPE, certificates } from "./certificates.js"
 
@@ -215,39 +215,12 @@ const DOCUMENT_BATCH = 20
  * of its own. A failure of a pass or an attempt is logged and the worker goes on.
  */
 export const certificateDocumentsWorker = (interval: `${number} millis` = "250 millis") =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const records = yield* Records
-      const budget = yield* backgroundBudget
-      const attempts = yield* FiberSet.make<void, never>()
-      const started = new Set<string>()
-      for (;;) {
-        const now = yield* Clock.currentTimeMillis
-        const due = yield* records
-          .scan(CERTIFICATE_DOCUMENT_TYPE, [{ field: "due_at", op: "gte", value: 0 }, { field: "due_at", op: "lte", value: now }], DOCUMENT_BATCH)
-          .pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("certificate documents pass failed", cause), [] as ReadonlyArray<StoredRecord>)))
-        for (const candidate of due) {
-          if (started.size >= DOCUMENT_RENDERS_IN_FLIGHT) break
-          if (started.has(candidate.id)) continue
-          const release = budget.tryTake("operation", candidate.tenant.accountId)
-          if (release === undefined) continue
-          started.add(candidate.id)
-          yield* FiberSet.run(
-            attempts,
-            renderCertificateDocument(candidate).pipe(
-              Effect.asVoid,
-              Effect.catchAllCause((cause) => Effect.logWarning("certificate document attempt failed", cause)),
-              Effect.ensuring(
-                Effect.sync(() => {
-                  started.delete(candidate.id)
-                  release()
-                })
-              )
-            )
-          )
-        }
-        yield* yieldToEventLoop
-        yield* Effect.sleep(Duration.millis(Duration.toMillis(interval)))
-      }
-    })
-  )
+  dueWorker({
+    type: CERTIFICATE_DOCUMENT_TYPE,
+    name: "certificate document",
+    kind: "operation",
+    batch: DOCUMENT_BATCH,
+    interval,
+    maxInFlight: DOCUMENT_RENDERS_IN_FLIGHT,
+    attempt: renderCertificateDocument
+  })

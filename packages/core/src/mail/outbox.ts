@@ -28,7 +28,7 @@
  *   `users.read_personal` (for the user they belong to), and never in events, audit entries
  *   or logs (the events carry `null` there). Server answers are stored masked.
  */
-import { Clock, Duration, Effect, FiberSet, Option, Random } from "effect"
+import { Clock, Duration, Effect, Option, Random } from "effect"
 import { Caller, type CallerInfo, Ids } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { apiError, writeUnavailable } from "../errors/errors.js"
@@ -41,7 +41,7 @@ import { type AccessPath, housekeepingPath, type Json, type JsonObject, listPath
 import { formatTimestamp, HOUR, MINUTE, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
-import { backgroundBudget, yieldToEventLoop } from "../workers/background.js"
+import { dueWorker } from "../workers/due-worker.js"
 
 export const EMAIL_MESSAGE_TYPE = "email_message"
 export const EMAIL_BOUNCE_TYPE = "email_bounce"
@@ -392,40 +392,4 @@ const MAIL_BATCH = 100
  * worker goes on.
  */
 export const mailWorker = (interval: `${number} millis` = "200 millis") =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const records = yield* Records
-      const budget = yield* backgroundBudget
-      const attempts = yield* FiberSet.make<void, never>()
-      const started = new Set<string>()
-      for (;;) {
-        const now = yield* Clock.currentTimeMillis
-        const due = yield* records
-          .scan(EMAIL_MESSAGE_TYPE, [{ field: "due_at", op: "gte", value: 0 }, { field: "due_at", op: "lte", value: now }], MAIL_BATCH)
-          .pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("mail pass failed", cause), [] as ReadonlyArray<StoredRecord>)))
-        let startedNow = 0
-        for (const candidate of due) {
-          if (started.has(candidate.id)) continue
-          const release = budget.tryTake("delivery", candidate.tenant.accountId)
-          if (release === undefined) continue
-          started.add(candidate.id)
-          startedNow++
-          yield* FiberSet.run(
-            attempts,
-            attemptEmail(candidate).pipe(
-              Effect.asVoid,
-              Effect.catchAllCause((cause) => Effect.logWarning("mail attempt failed", cause)),
-              Effect.ensuring(
-                Effect.sync(() => {
-                  started.delete(candidate.id)
-                  release()
-                })
-              )
-            )
-          )
-        }
-        yield* yieldToEventLoop
-        if (due.length < MAIL_BATCH || startedNow === 0) yield* Effect.sleep(Duration.millis(Duration.toMillis(interval)))
-      }
-    })
-  )
+  dueWorker({ type: EMAIL_MESSAGE_TYPE, name: "mail", kind: "delivery", batch: MAIL_BATCH, interval, drainFullBatches: true, attempt: attemptEmail })
