@@ -65,3 +65,19 @@ export class Ids extends Context.Tag("@syllabus/core/Ids")<
     })
   )
 }
+
+/**
+ * The caller background work acts as for a record it carries out (an email, a certificate's
+ * document): whoever's request made it, as recorded in its `field` (`{ credential_id,
+ * administrator_id, request_id }`), with no grant of its own.
+ */
+export const callerRecordedIn = (record: StoredRecord, field: string): CallerInfo => {
+  const by = (record.data[field] ?? {}) as { credential_id?: string; administrator_id?: string | null; request_id?: string }
+  return {
+    tenant: record.tenant,
+    requestId: by.request_id ?? record.id,
+    credential: { id: by.credential_id ?? "unknown" },
+    grant: new Map(),
+    human: by.administrator_id ? { adminId: by.administrator_id, expiresAt: 0, eligibleSince: "" } : null
+  }
+}

@@ -27,12 +27,12 @@
  * - Kept as long as the certificate (`expires_at: null`); a sandbox reset removes both.
  */
 import { Clock, Effect, Option, Random } from "effect"
-import { Caller, type CallerInfo, Ids } from "../access/context.js"
+import { Caller, type CallerInfo, callerRecordedIn, Ids } from "../access/context.js"
 import { type ApiError, writeUnavailable } from "../errors/errors.js"
 import { emitEvent, previousAttributes } from "../events/events.js"
 import { type CertificateDocument, CertificateRenderer, type RenderBudgetExceeded, type RendererBusy, type RenderFailed } from "../ports/documents.js"
 import { FileStorage } from "../ports/file-storage.js"
-import { type AccessPath, housekeepingPath, Records, type StoredRecord, UnitOfWork } from "../ports/store.js"
+import { type AccessPath, housekeepingPath, isStoreRace, Records, type StoredRecord, UnitOfWork } from "../ports/store.js"
 import { anchorsOf, resourceView } from "../records/resource.js"
 import { formatTimestamp, HOUR, MINUTE, SECOND } from "../records/time.js"
 import { recordChange } from "../trail/audit.js"
@@ -60,22 +60,11 @@ export const certificateDocumentsAccessPaths: ReadonlyArray<AccessPath> = [
 // The worker
 
 /** The caller the worker acts as for the file's audit entry and the event: whoever's change issued the certificate. */
-const workerCaller = (job: StoredRecord): CallerInfo => {
-  const by = (job.data.issued_by ?? {}) as { credential_id?: string; administrator_id?: string | null; request_id?: string }
-  return {
-    tenant: job.tenant,
-    requestId: by.request_id ?? job.id,
-    credential: { id: by.credential_id ?? "unknown" },
-    grant: new Map(),
-    human: by.administrator_id ? { adminId: by.administrator_id, expiresAt: 0, eligibleSince: "" } : null
-  }
-}
+const workerCaller = (job: StoredRecord): CallerInfo => callerRecordedIn(job, "issued_by")
 
 /** What an attempt came to (for the worker's log and tests). */
 export type DocumentOutcome = "rendered" | "busy" | "retry" | "failed" | "lost" | "gone"
 
-const isRace = (e: unknown): boolean =>
-  typeof e === "object" && e !== null && ["RevisionConflict", "UniqueViolation"].includes((e as { _tag?: string })._tag ?? "")
 
 /** The certificate's file recorded and named by the certificate, in one unit of work, while the lease is ours. */
 const recordDocument = (job: StoredRecord, owner: string, file: { readonly id: string; readonly key: string; readonly size: number; readonly sha256: string }) =>
@@ -169,7 +158,7 @@ export const renderCertificateDocument = (candidate: StoredRecord) =>
       )
       .pipe(
         Effect.map(Option.some),
-        Effect.catchIf(isRace, () => Effect.succeedNone)
+        Effect.catchIf(isStoreRace, () => Effect.succeedNone)
       )
     if (Option.isNone(claimed)) return "lost" as DocumentOutcome
     const job = claimed.value
@@ -186,7 +175,7 @@ export const renderCertificateDocument = (candidate: StoredRecord) =>
         const key = objectKey(job.tenant, fileId)
         const object = yield* storeRenderedPdf(key, bytes)
         const recorded = yield* recordDocument(job, owner, { id: fileId, key, size: object.size, sha256: object.sha256 }).pipe(
-          Effect.catchIf(isRace, () => Effect.succeed("lost" as const)),
+          Effect.catchIf(isStoreRace, () => Effect.succeed("lost" as const)),
           Effect.mapError((e): ApiError => (e._tag === "ApiError" ? e : writeUnavailable(e))),
           Effect.tapError(() => Effect.ignore(storage.deleteObject(key)))
         )

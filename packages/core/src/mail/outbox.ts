@@ -29,7 +29,7 @@
  *   or logs (the events carry `null` there). Server answers are stored masked.
  */
 import { Clock, Duration, Effect, Option, Random } from "effect"
-import { Caller, type CallerInfo, Ids } from "../access/context.js"
+import { Caller, type CallerInfo, callerRecordedIn, Ids } from "../access/context.js"
 import { allows } from "../access/policies.js"
 import { apiError, writeUnavailable } from "../errors/errors.js"
 import { emitEvent } from "../events/events.js"
@@ -37,7 +37,7 @@ import { maskExcerpt } from "../events/webhook-delivery.js"
 import { READ_PERSONAL } from "../access/scope.js"
 import { Crypto } from "../ports/crypto.js"
 import { Mailer, type MailOutcome } from "../ports/mail.js"
-import { type AccessPath, housekeepingPath, type Json, type JsonObject, listPath, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
+import { type AccessPath, housekeepingPath, isStoreRace, type Json, type JsonObject, listPath, Records, type StoredRecord, type Tenant, UnitOfWork } from "../ports/store.js"
 import { formatTimestamp, HOUR, MINUTE, SECOND } from "../records/time.js"
 import { inOrder } from "../records/views.js"
 import { recordChange } from "../trail/audit.js"
@@ -166,8 +166,6 @@ export interface QueueEmailInput {
   readonly whenSuppressed?: "fail" | "skip"
 }
 
-const isRace = (e: unknown): boolean =>
-  typeof e === "object" && e !== null && ["RevisionConflict", "UniqueViolation"].includes((e as { _tag?: string })._tag ?? "")
 
 /**
  * Queue one mail, inside the caller's unit of work (the request's): the message record, its
@@ -250,16 +248,7 @@ export const queueEmail = Effect.fn("Mail.queue")(function* (input: QueueEmailIn
 // Sending
 
 /** The caller the worker acts as for a message's events: whoever queued it. */
-const workerCaller = (message: StoredRecord): CallerInfo => {
-  const by = (message.data.queued_by ?? {}) as { credential_id?: string; administrator_id?: string | null; request_id?: string }
-  return {
-    tenant: message.tenant,
-    requestId: by.request_id ?? message.id,
-    credential: { id: by.credential_id ?? "unknown" },
-    grant: new Map(),
-    human: by.administrator_id ? { adminId: by.administrator_id, expiresAt: 0, eligibleSince: "" } : null
-  }
-}
+const workerCaller = (message: StoredRecord): CallerInfo => callerRecordedIn(message, "queued_by")
 
 const newOwner = Effect.gen(function* () {
   return `mlw_${yield* Random.nextIntBetween(0, 2 ** 31)}_${yield* Random.nextIntBetween(0, 2 ** 31)}`
@@ -376,7 +365,7 @@ export const attemptEmail = (candidate: StoredRecord) =>
           return nextStatus
         }).pipe(Effect.provideService(Caller, caller))
       )
-      .pipe(Effect.catchIf(isRace, () => Effect.succeed("lost" as const)))
+      .pipe(Effect.catchIf(isStoreRace, () => Effect.succeed("lost" as const)))
     return recorded
   })
 

@@ -38,6 +38,10 @@ export interface StoredRecord {
   readonly data: JsonObject
 }
 
+/** A conditional write that lost to a concurrent one (a revision moved, a key taken meanwhile). */
+export const isStoreRace = (e: unknown): boolean =>
+  typeof e === "object" && e !== null && ["RevisionConflict", "UniqueViolation"].includes((e as { _tag?: string })._tag ?? "")
+
 /**
  * A unique key of a record. Tenant-scoped unless `global` (e.g. a secret's hash, which must
  * find its credential before the tenant is known).
