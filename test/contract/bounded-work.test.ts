@@ -125,7 +125,12 @@ eachStore("bounded work for hostile input", (h) => {
   it("an XLSX expansion bomb fails its import with xlsx_expansion_ratio_exceeded, no row recorded", async () => {
     const bomb = expansionBomb()
     expect(bomb.length).toBeLessThan(1024 * 1024)
-    expectRefused(await importOf(h(), bomb, XLSX), "xlsx_expansion_ratio")
+    const refused = await importOf(h(), bomb, XLSX)
+    expectRefused(refused, "xlsx_expansion_ratio")
+    // Its run failed, but on what the file is, not on an outage: nothing a resumption could re-run.
+    const resumed = await api(h()).post(`/operations/${refused.operation.id}/resumptions`)
+    expect(resumed.status).toBe(422)
+    expect(resumed.body.error).toMatchObject({ code: "operation_not_resumable", reason: "no_recoverable_items" })
   })
 
   it("an XLSX shared string far longer than a cell may be is refused while inflating (cell_chars_exceeded)", async () => {

@@ -123,13 +123,13 @@ eachStore("operations", (h) => {
     expect(cancel.body.error.code).toBe("operation_not_cancelable")
     const resumeSucceeded = await post(h(), `/operations/${ok.body.data.id}/resumptions`)
     expect(resumeSucceeded.status).toBe(422)
-    expect(resumeSucceeded.body.error.code).toBe("operation_not_resumable")
+    expect(resumeSucceeded.body.error).toMatchObject({ code: "operation_not_resumable", reason: "no_failed_run" })
     const refused = await post(h(), "/operations", { type: "showcases.delete", items: [{ key: "x", id: "shw_000000003" }] })
     await settled(h(), refused.body.data.id)
     const resumeRefused = await post(h(), `/operations/${refused.body.data.id}/resumptions`)
     expect(resumeRefused.status).toBe(422)
     // Its refusal was the item's outcome: the operation ran, succeeded, and has nothing to run again.
-    expect(resumeRefused.body.error).toMatchObject({ code: "operation_not_resumable", reason: "not_failed" })
+    expect(resumeRefused.body.error).toMatchObject({ code: "operation_not_resumable", reason: "no_failed_run" })
   })
 })
 

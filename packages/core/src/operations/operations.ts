@@ -923,7 +923,13 @@ export const cancelOperation = Effect.fn("Operations.cancel")(function* (id: str
   return operationView(saved)
 })
 
-/** Re-run the failed items whose error is an outage; only for a failed operation that has some. */
+/**
+ * Re-run the failed items whose error is an outage; only for a failed operation that has some.
+ * The refusal is 422 `operation_not_resumable` (§3's table); its reason names which condition
+ * failed in the words of §7: `no_failed_run` (the operation's run did not fail: it is queued,
+ * running, succeeded or canceled) or `no_recoverable_items` (it failed, but every failed item
+ * was refused for what it asked, and a resumption would only refuse it again).
+ */
 export const resumeOperation = Effect.fn("Operations.resume")(function* (id: string) {
   const caller = yield* Caller
   const records = yield* Records
@@ -931,7 +937,7 @@ export const resumeOperation = Effect.fn("Operations.resume")(function* (id: str
   const items = yield* itemsOf(record).pipe(Effect.mapError(writeUnavailable))
   const recoverable = items.filter((i) => i.data.status === "failed" && isRecoverable(String((i.data.error as JsonObject | null)?.code ?? "")))
   if (record.data.status !== "failed" || recoverable.length === 0) {
-    return yield* Effect.fail(apiError("operation_not_resumable", { reason: record.data.status !== "failed" ? "not_failed" : "no_recoverable_items" }))
+    return yield* Effect.fail(apiError("operation_not_resumable", { reason: record.data.status !== "failed" ? "no_failed_run" : "no_recoverable_items" }))
   }
   yield* Effect.forEach(recoverable, (i) =>
     records.update(caller.tenant, OPERATION_ITEM_TYPE, i.id, { ...i.data, status: "queued", error: null, finished_at: null })

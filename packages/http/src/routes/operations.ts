@@ -78,6 +78,8 @@ export const operationOperations = [
     method: "POST",
     path: "/operations/{operation_id}/resumptions",
     summary: "Run again the items of a failed operation that failed for an outage (not the refused ones).",
+    description:
+      "Queues again the items of a `failed` operation that failed for an outage; the refused ones stay as they are. Refused with 422 `operation_not_resumable`, reason `no_failed_run` when the operation's run did not fail (queued, running, succeeded or canceled), `no_recoverable_items` when it failed but none of its failed items failed for an outage.",
     tag,
     capability: "operations.create",
     params,
