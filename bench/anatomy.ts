@@ -223,6 +223,23 @@ const product = async (store: "memory" | "postgresql") => {
         body: JSON.stringify({ name: `Anatomy ${n}`, purpose: "benchmark" })
       })
   })
+  // As bench/run.ts's `product-postgresql`: a new product appended to one showcase.
+  const showcase = await fetch(`${server.base}/api/v3/showcases`, {
+    method: "POST",
+    headers: { authorization, "content-type": "application/json", "idempotency-key": `anatomy-showcase-${Date.now()}` },
+    body: JSON.stringify({ name: "Anatomy showcase" })
+  })
+  const showcaseId = ((await showcase.json()) as { data: { id: string } }).data.id
+  await measure(server.base, {
+    label: `POST /api/v3/products (new Idempotency-Key), ${store}`,
+    status: 201,
+    send: (base, n) =>
+      fetch(`${base}/api/v3/products`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json", "idempotency-key": `anatomy-product-${Date.now()}-${n}` },
+        body: JSON.stringify({ format: "course", name: `Anatomy product ${n}`, showcase_id: showcaseId })
+      })
+  })
   await server.close()
   await runtime.dispose()
   await Effect.runPromise(Scope.close(scope, Exit.void))

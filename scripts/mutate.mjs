@@ -45,7 +45,8 @@ const files = {
   "sales/tag-applications.ts": contract("delivery-tag-applications"),
   "bulk/csv.ts": contract("exports"),
   "bulk/exports.ts": contract("exports"),
-  "access/scope.ts": contract("scope"),
+  // Certificate documents are read under an `anyOf` requirement (their certificate, product or learner).
+  "access/scope.ts": contract("scope", "certificates"),
   "access/credentials.ts": [...unit("auth"), ...contract("credentials")]
 }
 

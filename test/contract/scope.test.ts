@@ -288,6 +288,16 @@ eachStore("scope of a credential on every surface", (h) => {
     const p2Files = api(h(), await w.issue([{ capabilities: ["files.read", "enrollments.read"], resources: [w.p2.id] }]))
     expectError(await p2Files.get(`/files/${limited.file_id}`), 404, "not_found")
     expect((await w.readOnly.get(`/files/${limited.file_id}`)).status).toBe(200)
+    // An export by an exporter reaching P1 and P2 reveals both: a reader must reach each, not one of them.
+    const bothExporter = api(h(), await w.issue([{ capabilities: ["exports.create", "exports.read", "enrollments.read", "files.read"], resources: [w.p1.id, w.p2.id] }]))
+    const both = await done(bothExporter, { resource_type: "enrollments", format: "jsonl" })
+    expect(both.row_count).toBe(2)
+    const p1Files = api(h(), await w.issue([{ capabilities: ["files.read", "enrollments.read"], resources: [w.p1.id] }]))
+    expectError(await p1Files.get(`/files/${both.file_id}`), 404, "not_found")
+    expectError(await p1Files.get(`/files/${both.file_id}/content`), 404, "not_found")
+    expect((await p1Files.get(`/files/${limited.file_id}`)).status).toBe(200)
+    const bothFiles = api(h(), await w.issue([{ capabilities: ["files.read", "enrollments.read"], resources: [w.p2.id, w.p1.id] }]))
+    expect((await bothFiles.get(`/files/${both.file_id}`)).status).toBe(200)
     // An uploaded import may hold anyone's personal data: imports.read and users.read_personal read it.
     const fileId = await upload(h(), w.full, Buffer.from("name,email\r\nZe,ze@example.com"), "text/csv")
     expect((await w.admin.get(`/files/${fileId}/content`)).text).toContain("ze@example.com")

@@ -187,6 +187,40 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           yield* records.insert(newTenant(), "course", "crs_1", {}, [{ name: "slug", value: "algebra" }])
         }))
 
+      it.effect("inside a unit of work, an insert whose key is taken keeps nothing of itself, and the unit goes on", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", {}, [{ name: "slug", value: "algebra" }])
+          const error = yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "course", "crs_0", {}, [{ name: "code", value: "ZERO" }])
+              const refused = yield* Effect.flip(
+                records.insert(tenant, "course", "crs_2", { n: 2 }, [
+                  { name: "code", value: "MATH" },
+                  { name: "slug", value: "algebra" }
+                ])
+              )
+              // Within the unit too: neither the record nor its free key.
+              expect(yield* records.get(tenant, "course", "crs_2")).toBeUndefined()
+              expect(yield* records.findUnique(tenant, "course", { name: "code", value: "MATH" })).toBeUndefined()
+              yield* records.insert(tenant, "course", "crs_3", {}, [{ name: "code", value: "MATH" }])
+              return refused
+            })
+          )
+          expect(error).toEqual(new UniqueViolation({ name: "slug" }))
+          expect(yield* records.get(tenant, "course", "crs_2")).toBeUndefined()
+          expect((yield* records.findUnique(tenant, "course", { name: "code", value: "MATH" }))?.id).toBe("crs_3")
+          expect((yield* records.findUnique(tenant, "course", { name: "code", value: "ZERO" }))?.id).toBe("crs_0")
+          expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "algebra" }))?.id).toBe("crs_1")
+          // An id taken inside a unit: UniqueViolation(id), the holder's keys untouched.
+          const taken = yield* uow.transaction(Effect.flip(records.insert(tenant, "course", "crs_1", {}, [{ name: "slug", value: "other" }])))
+          expect(taken).toEqual(new UniqueViolation({ name: "id" }))
+          expect(yield* records.findUnique(tenant, "course", { name: "slug", value: "other" })).toBeUndefined()
+          expect((yield* records.findUnique(tenant, "course", { name: "slug", value: "algebra" }))?.id).toBe("crs_1")
+        }))
+
       it.effect("findUnique finds the holder of a tenant key, in its tenant only", () =>
         Effect.gen(function* () {
           const records = yield* Records

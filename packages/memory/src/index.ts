@@ -27,7 +27,7 @@ export const memoryStore = (
     const rateLimits = yield* makeRateLimitStore
     // Every write of a counted type keeps its figures (core's `keptFigures()`), in its unit of work.
     return Context.make(Records, keepingFigures(makeRecords(store), store.join, keptFigures())).pipe(
-      Context.add(UnitOfWork, UnitOfWork.of({ transaction: store.transaction })),
+      Context.add(UnitOfWork, UnitOfWork.of({ transaction: store.transaction, join: store.join })),
       Context.add(Idempotency, makeIdempotency(store)),
       Context.add(RateLimitStore, rateLimits)
     )

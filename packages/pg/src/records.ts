@@ -451,8 +451,53 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       )
     )
     if (uniques === undefined || uniques.length === 0) return yield* insertRow
-    return yield* transaction(Effect.tap(insertRow, () => addKeys(tenant, type, id, uniques)))
+    // Inside a unit of work, the record and its keys in one statement, no savepoint: a taken
+    // key removes the record again in the same transaction, where no one else has seen it.
+    // Outside one, a transaction of their own, so that no reader sees the record keyless.
+    const inUnit = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+    return yield* inUnit ? insertWithKeys(tenant, type, id, data, uniques) : transaction(insertWithKeys(tenant, type, id, data, uniques))
   })
+
+  /**
+   * A record and its unique keys in one round trip: the keys are inserted only with the record,
+   * each unless taken (`ON CONFLICT DO NOTHING`); when one was taken, the record is deleted
+   * again (its keys with it, by the foreign key's cascade) and the first taken key in the
+   * caller's order is the failure. Runs inside a transaction: the delete must undo the insert
+   * before anyone else can see it.
+   */
+  const insertWithKeys = (tenant: Tenant, type: string, id: string, data: JsonObject, uniques: ReadonlyArray<UniqueKey>) => {
+    const distinct = insertOrder(uniques)
+    return sql<RecordRow & { readonly keys: ReadonlyArray<{ readonly name: string; readonly value: string; readonly global: boolean }> }>`${prepared}
+      WITH inserted AS (
+        INSERT INTO records (account_id, environment, type, id, revision, data)
+        VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(data)}::jsonb)
+        ON CONFLICT DO NOTHING
+        RETURNING ${columns}
+      ), keys AS (
+        INSERT INTO record_keys (account_id, environment, type, id, name, value, global)
+        SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, k.name, k.value, k.global
+        FROM unnest(${distinct.map((key) => key.name)}::text[], ${distinct.map((key) => key.value)}::text[],
+                    ${distinct.map((key) => key.global === true)}::boolean[]) AS k(name, value, global)
+        WHERE EXISTS (SELECT 1 FROM inserted)
+        ON CONFLICT DO NOTHING
+        RETURNING name, value, global
+      )
+      SELECT ${columns}, (SELECT coalesce(json_agg(json_build_object('name', name, 'value', value, 'global', global)), '[]'::json) FROM keys) AS keys
+      FROM inserted`.pipe(
+      unavailable,
+      Effect.flatMap((rows) => {
+        const row = rows[0]
+        if (row === undefined) return Effect.fail(new UniqueViolation({ name: "id" }))
+        const taken = uniques.find((key) =>
+          !row.keys.some((k) => k.name === key.name && k.value === key.value && k.global === (key.global === true))
+        )
+        if (taken === undefined) return Effect.succeed(toRecord(row))
+        return unavailable(sql`${prepared}DELETE FROM records WHERE ${recordKey(tenant, type, id)}`).pipe(
+          Effect.zipRight(Effect.fail(new UniqueViolation({ name: taken.name })))
+        )
+      })
+    )
+  }
 
   /** Rows per statement of `insertMany`: one parameter (a JSON array) each, whatever the count. */
   const insertManyRows = 500

@@ -17,6 +17,7 @@ import {
   StoreUnavailable,
   type UniqueViolation,
   type Tenant,
+  joinUnitOfWork,
   UnitOfWork,
   type Where
 } from "../ports/store.js"
@@ -277,7 +278,6 @@ export const issueCredential = Effect.fn("Credentials.issue")(function* (body: t
   const caller = yield* Caller
   const records = yield* Records
   const ids = yield* Ids
-  const uow = yield* UnitOfWork
   const catalog = yield* CapabilityCatalog
   const now = yield* Clock.currentTimeMillis
 
@@ -302,24 +302,23 @@ export const issueCredential = Effect.fn("Credentials.issue")(function* (body: t
     now
   })
 
-  const record = yield* uow
-    .transaction(
-      Effect.gen(function* () {
-        // The account's plan may cap the credentials of an environment (409 `plan_limit_reached`).
-        yield* requirePlanSlot(caller.tenant, CREDENTIAL_TYPE)
-        const stored = yield* records.insert(caller.tenant, CREDENTIAL_TYPE, id, data, [
-          { name: SECRET_HASH_KEY, value: secret.hash, global: true }
-        ])
-        yield* recordChange("credential.created", { object: "credential", id })
-        return stored
-      })
-    )
-    .pipe(
-      Effect.catchTags({
-        StoreUnavailable: (e) => Effect.fail(writeUnavailable(e)),
-        UniqueViolation: (e) => Effect.fail(apiError("internal_error", { internal: e }))
-      })
-    )
+  // A failure of it fails the request: no savepoint of its own in the request's unit of work.
+  const record = yield* joinUnitOfWork(
+    Effect.gen(function* () {
+      // The account's plan may cap the credentials of an environment (409 `plan_limit_reached`).
+      yield* requirePlanSlot(caller.tenant, CREDENTIAL_TYPE)
+      const stored = yield* records.insert(caller.tenant, CREDENTIAL_TYPE, id, data, [
+        { name: SECRET_HASH_KEY, value: secret.hash, global: true }
+      ])
+      yield* recordChange("credential.created", { object: "credential", id })
+      return stored
+    })
+  ).pipe(
+    Effect.catchTags({
+      StoreUnavailable: (e) => Effect.fail(writeUnavailable(e)),
+      UniqueViolation: (e) => Effect.fail(apiError("internal_error", { internal: e }))
+    })
+  )
   return { record, view: credentialView(record, now, { secretValue: secret.value }) }
 })
 

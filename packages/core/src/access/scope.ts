@@ -43,10 +43,6 @@ export const reaches = (grant: Grant, capability: string, anchors: Anchors): boo
 export const requireReach = (capability: string, anchors: Anchors): Effect.Effect<void, ApiError<"not_found">, Caller> =>
   Effect.flatMap(Caller, (caller) => (reaches(caller.grant, capability, anchors) ? Effect.void : Effect.fail(apiError("not_found"))))
 
-/** Whether the caller's `capability` reaches a record with these anchors. */
-export const callerReaches = (capability: string, anchors: Anchors): Effect.Effect<boolean, never, Caller> =>
-  Effect.map(Caller, (caller) => reaches(caller.grant, capability, anchors))
-
 /**
  * A collection's conditions for a limited grant: the records whose anchor field `field` names one
  * of the reached IDs, one alternative per anchor field (a record is shown when any holds). `all`:

@@ -286,8 +286,22 @@ export class UnitOfWork extends Context.Tag("@syllabus/core/UnitOfWork")<
      * has nothing to do (memory). Use `contends`.
      */
     readonly contends?: (key: string) => Effect.Effect<void>
+    /**
+     * The effect in the running unit of work as it is (no savepoint: a failure of it fails the
+     * unit), or in a unit of work of its own outside one. For a step whose failure the caller
+     * never catches; a store without it runs `transaction`. Use `joinUnitOfWork`.
+     */
+    readonly join?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreUnavailable, R>
   }
 >() {}
+
+/**
+ * `effect` atomic, in the caller's unit of work when there is one, without a savepoint of its
+ * own (a round trip on PostgreSQL): only for an effect whose failure fails the whole request,
+ * never for one the caller catches and goes on after.
+ */
+export const joinUnitOfWork = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R | UnitOfWork> =>
+  Effect.flatMap(UnitOfWork, (uow) => (uow.join ?? uow.transaction)(effect))
 
 /** `UnitOfWork.contends` of the store, when there is a unit of work and the store takes the hint. */
 export const contends = (tenant: Tenant, key: string): Effect.Effect<void> =>
