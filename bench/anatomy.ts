@@ -8,7 +8,7 @@
  * - calls to the store ports, by port and method;
  * - SQL statements sent to PostgreSQL, by statement.
  *
- *   node --import tsx bench/anatomy.ts [--requests 200] [--no-pg]
+ *   node --import tsx bench/anatomy.ts [--requests 200] [--no-pg] [--trace-sql]
  *
  * Requests go one at a time over a real socket to a `node:http` server in this process,
  * assembled as in bench/server.ts. Counting slows the server down: never time anything here.
@@ -30,7 +30,12 @@ import { BASELINE_BODY, BASELINE_PATH } from "./shared.js"
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
-  options: { requests: { type: "string", default: "200" }, "no-pg": { type: "boolean", default: false } }
+  options: {
+    requests: { type: "string", default: "200" },
+    "no-pg": { type: "boolean", default: false },
+    // Every statement as it is sent, in order (with --requests 1: what one request sends, and where its transaction begins and ends).
+    "trace-sql": { type: "boolean", default: false }
+  }
 })
 const N = Number(values.requests)
 
@@ -124,6 +129,7 @@ const countSql = () => {
     const first = args[0] as string | { text?: string } | undefined
     const text = typeof first === "string" ? first : (first?.text ?? "?")
     bump(tally.sql, text.replace(/\s+/g, " ").trim().slice(0, 80))
+    if (counting && values["trace-sql"]) console.log(`  SQL ${text.replace(/\s+/g, " ").trim().slice(0, 400)}`)
     return query.apply(this, args)
   }
 }

@@ -6,7 +6,7 @@
  * an account of its own, so its counts start from what an account is opened with (one
  * administrator, one credential per environment).
  */
-import { figureId, type OpenedAccount, type PlanChange, Records, setPlanLimits } from "@syllabus/core"
+import { figureId, type OpenedAccount, PLAN_USAGE_SHARDS, type PlanChange, Records, setPlanLimits } from "@syllabus/core"
 import { type ChildProcess, spawn } from "node:child_process"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -230,7 +230,7 @@ eachStore("plan limits", (h) => {
     const tenant = { accountId: account.opened.account.id, environment: "production" as const }
     await h().runUseCase(
       Effect.flatMap(Records, (records) =>
-        Effect.forEach(Array.from({ length: 8 }, (_, shard) => figureId("product", shard)), (id) => records.remove(tenant, "plan_usage_product", id))
+        Effect.forEach(Array.from({ length: PLAN_USAGE_SHARDS }, (_, shard) => figureId("product", shard)), (id) => records.remove(tenant, "plan_usage_product", id))
       )
     )
     expect(await usageOf(account, "products")).toEqual({ resource: "products", limit: null, used: 0 })

@@ -1051,6 +1051,8 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           expect(yield* records.get(two, type, "l_5")).toBeDefined()
           expect(yield* records.get(one, other, "l_6")).toBeDefined()
           expect(yield* records.findUnique(one, type, { name: "k", value: "1" })).toBeUndefined()
+          // Its key went with it: free for another record.
+          yield* records.insert(one, type, "l_7", { at: "2024-03-02T00:00:00.000Z" }, [{ name: "k", value: "1" }])
           expect(yield* records.prune(type, "at", "2024-03-01T00:00:00.000Z", 100)).toBe(0)
         }))
 

@@ -32,7 +32,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { type AccessPath, accessPaths, type SortSpec, type Where } from "@syllabus/core"
+import { type AccessPath, accessPaths, keptFigures, PLAN_TYPE, type SortSpec, type Where } from "@syllabus/core"
 import { Effect } from "effect"
 import { isSqlName, jsonExpr, orderExpr, searchExpr } from "./expressions.js"
 
@@ -77,9 +77,25 @@ export const partitionOf = (type: string): string => {
   return name.length <= 63 ? name : `${name.slice(0, 54)}_${hash(type)}`
 }
 
-/** The types that have a partition of their own: those with access paths, in a stable order. */
-export const partitionedTypes = (paths: ReadonlyArray<AccessPath> = accessPaths()): ReadonlyArray<string> =>
-  [...new Set(paths.map((path) => path.type))].sort()
+/**
+ * Types with a partition of their own although they have no access path: the records that
+ * concurrent writes of one school update (kept figures: a count every create adds to) or read
+ * (the plan, read by every create of a limited type). In the default partition they shared
+ * index pages with every type there; under SERIALIZABLE, a page one unit of work read (or the
+ * whole partition, which a worker's scan of another type there locks) fails the concurrent
+ * units that write into it, and they run again. Their partitions leave room on each page
+ * (`fillfactor`), so that an update fits beside the row it replaces and adds no index entry.
+ */
+export const updatedInPlaceTypes = (): ReadonlyArray<string> => [...keptFigures().map((figures) => figures.type), PLAN_TYPE].sort()
+
+/** The fill factor of the partitions of `updatedInPlaceTypes`: half of each page kept for updates. */
+export const updatedInPlaceFillFactor = 50
+
+/** The types that have a partition of their own: those with access paths and the types updated in place, in a stable order. */
+export const partitionedTypes = (
+  paths: ReadonlyArray<AccessPath> = accessPaths(),
+  updatedInPlace: ReadonlyArray<string> = updatedInPlaceTypes()
+): ReadonlyArray<string> => [...new Set([...paths.map((path) => path.type), ...updatedInPlace])].sort()
 
 const definitionOf = (path: AccessPath): string => {
   const tenant = path.scope === "tenant" ? ["account_id", "environment"] : []
@@ -265,8 +281,8 @@ const partitionsQuery = (sql: SqlClient.SqlClient) => sql`SELECT inhrelid FROM p
 /**
  * Give each type of `types` its partition of `records`. A type an older release kept in the
  * default partition has its rows (and their unique keys) moved into its new partition, in one
- * transaction: PostgreSQL refuses a partition for a value the default partition still holds,
- * and deleting those rows there cascades to their keys, which are put back after them.
+ * transaction: PostgreSQL refuses a partition for a value the default partition still holds;
+ * the rows and their keys are deleted there and put back after the partition is made.
  * Run by one process at a time (`migrate` holds its advisory lock).
  */
 export const syncRecordPartitions = (
@@ -289,8 +305,10 @@ export const syncRecordPartitions = (
           yield* sql`CREATE TEMPORARY TABLE moving_records ON COMMIT DROP AS SELECT * FROM ${sql(defaultRecordPartition)} WHERE type = ${type}`
           yield* sql`CREATE TEMPORARY TABLE moving_keys ON COMMIT DROP AS SELECT * FROM record_keys WHERE type = ${type}`
           yield* sql`DELETE FROM ${sql(defaultRecordPartition)} WHERE type = ${type}`
+          yield* sql`DELETE FROM record_keys WHERE type = ${type}`
         }
-        yield* sql.unsafe(`CREATE TABLE ${partition} PARTITION OF records FOR VALUES IN ('${type}')`)
+        const storage = updatedInPlaceTypes().includes(type) ? ` WITH (fillfactor = ${updatedInPlaceFillFactor})` : ""
+        yield* sql.unsafe(`CREATE TABLE ${partition} PARTITION OF records FOR VALUES IN ('${type}')${storage}`)
         if (held?.held) {
           yield* sql`INSERT INTO records SELECT * FROM moving_records`
           yield* sql`INSERT INTO record_keys SELECT * FROM moving_keys`

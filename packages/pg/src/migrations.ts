@@ -126,12 +126,41 @@ const idLanes = Effect.gen(function*() {
   yield* sql`CREATE SEQUENCE syllabus_id_lanes`
 })
 
+/**
+ * Room on each page of the idempotency receipts for the receipt's completion (state and
+ * response): an update that fits beside its row adds no index entry (a HOT update), so it does
+ * not write into the index pages that concurrent units of work read (SERIALIZABLE: a write
+ * into a page another unit read fails one of them). Applies to the pages written from now on.
+ */
+const roomToUpdate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE idempotency_receipts SET (fillfactor = 50)`
+})
+
+/**
+ * The unique keys without a foreign key to their record. Its check read the record's primary
+ * key page in every unit of work that inserts a record with keys: under SERIALIZABLE, a read of
+ * the page the concurrent inserts of the same type write into (IDs grow with time, so they all
+ * write the last page), and most of 50 concurrent creates of credentials failed and ran again.
+ * Every delete of records deletes their keys itself (`records.ts`), as the cascade did.
+ */
+const keysWithoutForeignKey = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const foreignKeys = yield* sql<{ readonly name: string }>`
+    SELECT conname AS name FROM pg_constraint
+    WHERE conrelid = 'record_keys'::regclass AND contype = 'f' AND conparentid = 0`
+  // The constraints PostgreSQL made for each partition of \`records\` go with the one they derive from.
+  for (const { name } of foreignKeys) yield* sql`ALTER TABLE record_keys DROP CONSTRAINT ${sql(name)}`
+})
+
 /** The migrations of `@syllabus/pg`, for `Migrator.fromRecord`. */
 export const PgMigrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_initial": initial,
   "2_access_path_extensions": accessPathExtensions,
   "3_records_by_type": recordsByType,
-  "4_id_lanes": idLanes
+  "4_id_lanes": idLanes,
+  "5_room_to_update": roomToUpdate,
+  "6_keys_without_foreign_key": keysWithoutForeignKey
 }
 
 /** The table the Migrator records applied migrations in. */

@@ -220,7 +220,11 @@ export const makeRecordStatements = (sql: SqlClient.SqlClient) => {
         DELETE FROM ${sql(relation)} AS records USING due
         WHERE records.account_id = due.account_id AND records.environment = due.environment
           AND ${ofType(type, "records")} AND records.id = due.id
-        RETURNING 1
+        RETURNING records.account_id, records.environment, records.id
+      ), keys AS (
+        DELETE FROM record_keys AS k USING removed
+        WHERE k.account_id = removed.account_id AND k.environment = removed.environment
+          AND k.type = ${type} AND k.id = removed.id
       )
       SELECT count(*) AS count FROM removed`
 
@@ -370,6 +374,17 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   const recordKey = (tenant: Tenant, type: string, id: string) =>
     sql`account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND ${ofType(type)} AND id = ${id}`
 
+  /**
+   * Delete a record and its unique keys, in one statement. The keys have no foreign key to
+   * their record (migration `6_keys_without_foreign_key` says why): every delete of records
+   * deletes their keys itself.
+   */
+  const removeStatement = (tenant: Tenant, type: string, id: string) =>
+    sql<{ readonly id: string }>`${prepared}
+      WITH removed AS (DELETE FROM records WHERE ${recordKey(tenant, type, id)} RETURNING id),
+      keys AS (DELETE FROM record_keys WHERE ${recordKey(tenant, type, id)} AND EXISTS (SELECT 1 FROM removed))
+      SELECT id FROM removed`
+
   // --- unique keys ----------------------------------------------------------------------------
 
   /**
@@ -461,7 +476,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   /**
    * A record and its unique keys in one round trip: the keys are inserted only with the record,
    * each unless taken (`ON CONFLICT DO NOTHING`); when one was taken, the record is deleted
-   * again (its keys with it, by the foreign key's cascade) and the first taken key in the
+   * again with the keys it took, and the first taken key in the
    * caller's order is the failure. Runs inside a transaction: the delete must undo the insert
    * before anyone else can see it.
    */
@@ -492,7 +507,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
           !row.keys.some((k) => k.name === key.name && k.value === key.value && k.global === (key.global === true))
         )
         if (taken === undefined) return Effect.succeed(toRecord(row))
-        return unavailable(sql`${prepared}DELETE FROM records WHERE ${recordKey(tenant, type, id)}`).pipe(
+        return unavailable(removeStatement(tenant, type, id)).pipe(
           Effect.zipRight(Effect.fail(new UniqueViolation({ name: taken.name })))
         )
       })
@@ -594,8 +609,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
         )`.pipe(unavailable, Effect.asVoid)
 
   const remove = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
-    // Its keys go with it (ON DELETE CASCADE).
-    const rows = yield* unavailable(sql`${prepared}DELETE FROM records WHERE ${recordKey(tenant, type, id)} RETURNING id`)
+    const rows = yield* unavailable(removeStatement(tenant, type, id))
     return rows.length > 0
   })
 
@@ -660,6 +674,10 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
         WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment}
           AND NOT (type = ANY(${[...keepTypes]}::text[]))
         RETURNING 1
+      ), keys AS (
+        DELETE FROM record_keys
+        WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment}
+          AND NOT (type = ANY(${[...keepTypes]}::text[]))
       )
       SELECT count(*) AS count FROM removed`)
     return toNumber(rows[0]?.count ?? 0)
