@@ -152,14 +152,12 @@ eachStore("credentials", (h) => {
     const res = await asLive("POST", "/credentials", {
       json: { name: "x", policies: [{ capabilities: ["credentials.read", "no_such.capability"] }] }
     })
-    expectError(res, 422, "validation_failed")
-    expect(res.body.error.details.some((d: any) => String(d.field).startsWith("policies[0]"))).toBe(true)
+    expectError(res, 422, "validation_failed", { field: "policies[0].capabilities[1]", code: "invalid_value", reason: "unknown_capability" })
   })
 
   it("an unknown policy template → 422 itemized on the policy", async () => {
     const res = await asLive("POST", "/credentials", { json: { name: "x", policies: [{ template: "no_such_template" }] } })
-    expectError(res, 422, "validation_failed")
-    expect(res.body.error.details.some((d: any) => String(d.field).startsWith("policies[0]"))).toBe(true)
+    expectError(res, 422, "validation_failed", { field: "policies[0].template", code: "invalid_value", reason: "unknown_template" })
   })
 
   it("a policy holds at most 1,000 resource IDs (§8.2): 1,000 accepted, 1,001 → 422", async () => {
@@ -504,7 +502,9 @@ eachStore("credentials", (h) => {
   it("status revoked through PATCH → 422 invalid_transition, the credential stays active", async () => {
     const { id, secret } = await issue()
     const res = await asLive("PATCH", `/credentials/${id}`, { json: { status: "revoked" } })
-    expectError(res, 422, "invalid_transition")
+    expectError(res, 422, "invalid_transition", { field: "status", reason: "use_revocations" })
+    // Expiry is set by expires_at, not by a status.
+    expectError(await asLive("PATCH", `/credentials/${id}`, { json: { status: "expired" } }), 422, "invalid_transition", { field: "status", reason: "set_expires_at" })
     expect((await asLive("GET", `/credentials/${id}`)).body.data.status).toBe("active")
     expect((await currentWith(secret)).status).toBe(200)
   })
@@ -512,7 +512,7 @@ eachStore("credentials", (h) => {
   it("expires_at in the past → 422 on expires_at, nothing saved", async () => {
     const { id } = await issue()
     const res = await asLive("PATCH", `/credentials/${id}`, { json: { expires_at: "2001-01-01T00:00:00Z" } })
-    expectError(res, 422, "validation_failed", { field: "expires_at" })
+    expectError(res, 422, "validation_failed", { field: "expires_at", reason: "must_be_in_the_future" })
     expect((await asLive("GET", `/credentials/${id}`)).body.data.expires_at).toBeNull()
     const onCreate = await asLive("POST", "/credentials", { json: { name: "past", expires_at: "2001-01-01T00:00:00+02:00" } })
     expectError(onCreate, 422, "validation_failed", { field: "expires_at" })
@@ -795,6 +795,21 @@ eachStore("credentials over time", (h) => {
     const read = await asLive("GET", `/credentials/${id}`)
     expect(read.status).toBe(200)
     expect(read.body.data.status).toBe("expired")
+  })
+
+  it("a suspended credential past its expires_at reads expired too", async () => {
+    const { id } = await issue({ expires_at: new Date(serverNow() + 10 * 60_000).toISOString() })
+    expect((await asLive("PATCH", `/credentials/${id}`, { json: { status: "suspended" } })).body.data.status).toBe("suspended")
+    advance(10 * 60_000 + 1000)
+    expect((await asLive("GET", `/credentials/${id}`)).body.data.status).toBe("expired")
+  })
+
+  it("with grace_period_seconds 0 the old secret stops at once", async () => {
+    const { id, secret: old } = await issue()
+    const rotated = await asLive("POST", `/credentials/${id}/secret-rotations`, { json: { grace_period_seconds: 0 } })
+    expect(rotated.status, rotated.text).toBe(200)
+    expectError(await call("GET", "/credentials/current", { secret: old }), 401, "unauthenticated")
+    expect((await call("GET", "/credentials/current", { secret: rotated.body.data.secret.value })).status).toBe(200)
   })
 
   it("with grace_period_seconds 3600 the old secret works until the grace period ends", async () => {
