@@ -1,7 +1,7 @@
 /** The store ports on one `SqlClient`: the PostgreSQL adapter of `@syllabus/core`. */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Idempotency, keepingFigures, keptFigures, RateLimitStore, Records, StoreUnavailable, UnitOfWork } from "@syllabus/core"
-import { Clock, Context, Effect, Exit, FiberRef, Layer, Option, Random } from "effect"
+import { Cause, Clock, Context, Effect, Exit, FiberRef, Layer, Option, Random } from "effect"
 import { defaultPgTimeouts } from "./deadlines.js"
 import { makeIdempotency } from "./idempotency.js"
 import { makePg, type Pg, shouldRetry, type UnitState } from "./internal.js"
@@ -27,6 +27,24 @@ const retryForMs = 20_000
 const maxPauseMs = 1000
 
 /**
+ * How long after a unit of work of this process lost a race on a key (`contends`) the key is
+ * taken to be busy: a unit that meets it on its first run stops there, before it reads what the
+ * others write, and runs again queued on it, instead of running to its end to lose at COMMIT
+ * (50 clients appending to one showcase lost about once each).
+ */
+const busyKeyMs = 1000
+
+/** Keys remembered as busy at most; past it the oldest are forgotten. */
+const maxBusyKeys = 10_000
+
+/** The stop of a first run at a busy key: the unit runs again at once, queued on the key. */
+class StoppedAtBusyKey extends Error {
+  constructor(readonly key: string) {
+    super(`a unit of work met a busy key (${key}) on its first run: it runs again queued on it`)
+  }
+}
+
+/**
  * The deadline of a unit of work in ms (`PgTimeouts.transactionMs`; 0: none), read when
  * `PgStore` is built: `pgLayer` provides it from its timeouts, to the workers' pool too.
  */
@@ -45,6 +63,21 @@ const makeUnitOfWork = (
   { queueOn, serializable, transaction, unit }: Pg,
   deadlineMs: number
 ): Context.Tag.Service<typeof UnitOfWork> & { readonly join: Context.Tag.Service<typeof UnitOfWork>["transaction"] } => {
+  /** Keys units of work of this process lost races on, until when they count as busy (`busyKeyMs`). */
+  const busyUntil = new Map<string, number>()
+  const noteBusy = (keys: Iterable<string>) => {
+    const until = performance.now() + busyKeyMs
+    for (const key of keys) {
+      busyUntil.delete(key)
+      busyUntil.set(key, until)
+    }
+    // In insertion order: the first are the oldest.
+    for (const key of busyUntil.keys()) {
+      if (busyUntil.size <= maxBusyKeys) break
+      busyUntil.delete(key)
+    }
+  }
+  const isBusy = (key: string) => (busyUntil.get(key) ?? 0) > performance.now()
   /** This process's queue per contended key (a semaphore of one, dropped when nobody waits). */
   const queues = new Map<string, { readonly semaphore: Effect.Semaphore; users: number }>()
   /**
@@ -92,10 +125,12 @@ const makeUnitOfWork = (
       let keys: ReadonlyArray<string> = []
       for (let attempt = 1;; attempt++) {
         const [exit, state] = yield* once(effect, keys)
+        const stopped = Exit.isFailure(exit) && Cause.dieOption(exit.cause).pipe(Option.exists((defect) => defect instanceof StoppedAtBusyKey))
         if (Exit.isSuccess(exit) || !shouldRetry(exit.cause, state) || (yield* Clock.currentTimeMillis) >= giveUpAt) {
-          return yield* exit
+          return yield* (stopped ? Effect.fail(new StoreUnavailable({ cause: Cause.squash(exit.cause) })) : exit)
         }
         yield* Effect.annotateCurrentSpan("syllabus.transaction.retries", attempt)
+        if (!stopped) noteBusy(state.contended)
         keys = [...new Set([...keys, ...state.contended])].sort()
         if (keys.length === 0) yield* Effect.sleep(yield* Random.nextIntBetween(0, Math.min(maxPauseMs, 2 ** attempt) + 1))
       }
@@ -119,8 +154,12 @@ const makeUnitOfWork = (
       ),
     contends: (key: string) =>
       Effect.flatMap(FiberRef.get(unit), (state) =>
-        Effect.sync(() => {
+        Effect.flatMap(FiberRef.get(queueOn), (queued) => {
           state?.contended.add(key)
+          // A run not queued on a key others just lost on stops here: it would lose too.
+          if (state === undefined || queued.includes(key) || !isBusy(key)) return Effect.void
+          state.conflict = true
+          return Effect.die(new StoppedAtBusyKey(key))
         }))
   }
 }
