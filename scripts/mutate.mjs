@@ -25,7 +25,7 @@ const areas = {
     ...contract("enrollments", "progress", "release-rules", "exams", "exam-attempts", "exam-questions", "certificates", "certificate-template", "gamification", "rewards")
   ],
   sales: contract("deliveries", "delivery-tag-applications", "funnels", "gateways", "sales-events", "sales-settings", "sale-end-to-end"),
-  bulk: contract("exports", "imports", "configuration-plans"),
+  bulk: contract("exports", "imports", "configuration-plans", "bounded-work"),
   access: [...unit("auth", "totp"), ...contract("credentials", "scope", "oauth", "people")]
 }
 
@@ -43,7 +43,8 @@ const files = {
   "learning/rewards.ts": contract("rewards"),
   "sales/deliveries.ts": contract("deliveries"),
   "sales/tag-applications.ts": contract("delivery-tag-applications"),
-  "bulk/csv.ts": contract("exports"),
+  // Formula neutralization and its reading back are tested with the hostile files.
+  "bulk/csv.ts": contract("exports", "bounded-work"),
   "bulk/exports.ts": contract("exports"),
   // Certificate documents are read under an `anyOf` requirement (their certificate, product or learner).
   "access/scope.ts": contract("scope", "certificates"),

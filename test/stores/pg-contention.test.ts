@@ -3,10 +3,11 @@
  * order) on PostgreSQL: the first run is optimistic; a run that lost a race on the key queues
  * on it (in its process, then across processes by an advisory lock taken before `BEGIN`), so
  * that it runs after the winner has committed instead of meeting the others again. Counted:
- * each unit runs at most twice, however many contend, and the order stays dense.
+ * each unit runs at most twice, however many contend, and the order stays dense; a first run
+ * that meets a key its process just lost a race on stops at it and runs queued.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Layer } from "effect"
 import { contends, Records, type Tenant, UnitOfWork } from "@syllabus/core"
 import { pgLayer } from "@syllabus/pg"
 import { freshPgDatabase } from "../support/pg.js"
@@ -47,5 +48,63 @@ describe("units of work contending on one key [postgresql]", () => {
       // A first, optimistic run each, and one queued run for those that lost it (a queued run may
       // still meet a first run in flight, now and then). Without the queue: about 200.
       expect(runs).toBeLessThanOrEqual(90)
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("a first run that meets a key its process just lost a race on stops there, and runs once queued", () =>
+    Effect.gen(function*() {
+      const { url } = yield* freshPgDatabase
+      const context = yield* Layer.build(pgLayer(url, { maxConnections: 5, background: false }))
+      const uow = Context.get(context, UnitOfWork)
+      const key = "showcase/shw_busy"
+      const lastPosition = Effect.gen(function*() {
+        const [last] = yield* (yield* Records).list(tenant, "product", {
+          where: [{ field: "showcase_id", op: "eq", value: "shw_busy" }],
+          sort: { field: "position", kind: "number", direction: "desc" },
+          limit: 1
+        })
+        return last === undefined ? 0 : Number(last.data.position)
+      })
+      const place = (id: string, position: number) =>
+        Effect.flatMap(Records, (records) => records.insert(tenant, "product", id, { showcase_id: "shw_busy", position }))
+      // A and B read the end of the order, B places and commits, then A places: A loses and reruns.
+      const bRead = yield* Deferred.make<void>()
+      const bDone = yield* Deferred.make<void>()
+      let aRuns = 0
+      const a = uow.transaction(Effect.gen(function*() {
+        aRuns++
+        yield* contends(tenant, key)
+        const end = yield* lastPosition
+        if (aRuns === 1) {
+          yield* Deferred.succeed(bRead, undefined)
+          yield* Deferred.await(bDone)
+        }
+        yield* place("prd_a", end + 1)
+      })).pipe(Effect.provide(context))
+      const b = Effect.gen(function*() {
+        yield* Deferred.await(bRead)
+        yield* uow.transaction(Effect.gen(function*() {
+          yield* contends(tenant, key)
+          yield* place("prd_b", (yield* lastPosition) + 1)
+        }))
+        yield* Deferred.succeed(bDone, undefined)
+      }).pipe(Effect.provide(context))
+      yield* Effect.all([a, b], { concurrency: "unbounded" })
+      expect(aRuns).toBe(2)
+      // C, right after: its first run stops at the busy key, before reading the order.
+      let cRuns = 0
+      let cReads = 0
+      yield* uow.transaction(Effect.gen(function*() {
+        cRuns++
+        yield* contends(tenant, key)
+        cReads++
+        yield* place("prd_c", (yield* lastPosition) + 1)
+      })).pipe(Effect.provide(context))
+      expect([cRuns, cReads]).toEqual([2, 1])
+      const positions = (yield* Effect.provide(Effect.flatMap(Records, (records) => records.list(tenant, "product", {
+        where: [{ field: "showcase_id", op: "eq", value: "shw_busy" }],
+        sort: { field: "position", kind: "number", direction: "asc" },
+        limit: 10
+      })), context)).map((record) => [record.id, record.data.position])
+      expect(positions).toEqual([["prd_b", 1], ["prd_a", 2], ["prd_c", 3]])
     }).pipe(Effect.scoped), 120_000)
 })
