@@ -45,7 +45,8 @@ const files = {
   "sales/tag-applications.ts": contract("delivery-tag-applications"),
   // Formula neutralization and its reading back are tested with the hostile files.
   "bulk/csv.ts": contract("exports", "bounded-work"),
-  "bulk/exports.ts": contract("exports"),
+  // The CSV options are tested with the hostile files, the files' scope with the scope of a credential.
+  "bulk/exports.ts": contract("exports", "bounded-work", "scope"),
   // Certificate documents are read under an `anyOf` requirement (their certificate, product or learner).
   "access/scope.ts": contract("scope", "certificates"),
   "access/credentials.ts": [...unit("auth"), ...contract("credentials")]

@@ -5,7 +5,7 @@
  * clock, paging through a collection larger than one store page, and `GET /reports/exports`.
  * Each test that counts starts from an empty sandbox.
  */
-import { runDueOperations } from "@syllabus/core"
+import { EXPORT_PAGE, runDueOperations } from "@syllabus/core"
 import { expect, it } from "vitest"
 import { eachStore, freshKey, type Harness } from "../support/harness.js"
 import { api, created, credentialWith } from "../support/api.js"
@@ -96,6 +96,25 @@ eachStore("exports", (h) => {
     expect(listedExports.map((e: any) => e.id)).toEqual([done.id])
     expect((await client.get("/exports?status=failed")).body.data).toEqual([])
     expect((await client.get("/exports?resource_type=users&status=succeeded")).body.data.map((e: any) => e.id)).toEqual([done.id])
+  })
+
+  it("an export longer than a page holds every row once, in the export's order (tags by name), across its pages", async () => {
+    const client = await fresh(h())
+    // Names in the reverse of creation order: the order by name is not the order by ID.
+    const count = 2 * EXPORT_PAGE + 50
+    const items = Array.from({ length: count }, (_, i) => ({ key: `t${i}`, name: `tag ${String(count - i).padStart(4, "0")}` }))
+    const started = await client.post("/operations", { type: "tags.create", items })
+    expect(started.status, started.text).toBe(202)
+    for (let i = 0; i < 400; i++) {
+      const operation = (await client.get(`/operations/${started.body.data.id}`)).body.data
+      if (operation.status === "succeeded") break
+      expect(operation.status).not.toBe("failed")
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const done = await exported(client, { resource_type: "tags", format: "jsonl" })
+    expect(done).toMatchObject({ status: "succeeded", row_count: count })
+    const names = jsonLines((await download(h(), h().test, done.file_id)).text).map((tag: any) => tag.name)
+    expect(names).toEqual(items.map((item) => item.name).reverse())
   })
 
   it("CSV: a header of the representation's fields, CRLF, quoting of commas and quotes, nested values as JSON, null as an empty cell; q filters as on the list", async () => {
