@@ -219,32 +219,25 @@ const product = async (store: "memory" | "postgresql") => {
     status: 200,
     send: (base) => fetch(`${base}/api/v3/credentials/current`, { headers: { authorization } })
   })
+  /** A create with a new Idempotency-Key each time: `POST <path>` with the body made for call `n`. */
+  const create = (path: string, body: (n: number) => object) => (base: string, n: number) =>
+    fetch(`${base}/api/v3${path}`, {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json", "idempotency-key": `anatomy-${path.slice(1)}-${Date.now()}-${n}` },
+      body: JSON.stringify(body(n))
+    })
   await measure(server.base, {
     label: `POST /api/v3/credentials (new Idempotency-Key), ${store}`,
     status: 201,
-    send: (base, n) =>
-      fetch(`${base}/api/v3/credentials`, {
-        method: "POST",
-        headers: { authorization, "content-type": "application/json", "idempotency-key": `anatomy-${Date.now()}-${n}` },
-        body: JSON.stringify({ name: `Anatomy ${n}`, purpose: "benchmark" })
-      })
+    send: create("/credentials", (n) => ({ name: `Anatomy ${n}`, purpose: "benchmark" }))
   })
   // As bench/run.ts's `product-postgresql`: a new product appended to one showcase.
-  const showcase = await fetch(`${server.base}/api/v3/showcases`, {
-    method: "POST",
-    headers: { authorization, "content-type": "application/json", "idempotency-key": `anatomy-showcase-${Date.now()}` },
-    body: JSON.stringify({ name: "Anatomy showcase" })
-  })
+  const showcase = await create("/showcases", () => ({ name: "Anatomy showcase" }))(server.base, 0)
   const showcaseId = ((await showcase.json()) as { data: { id: string } }).data.id
   await measure(server.base, {
     label: `POST /api/v3/products (new Idempotency-Key), ${store}`,
     status: 201,
-    send: (base, n) =>
-      fetch(`${base}/api/v3/products`, {
-        method: "POST",
-        headers: { authorization, "content-type": "application/json", "idempotency-key": `anatomy-product-${Date.now()}-${n}` },
-        body: JSON.stringify({ format: "course", name: `Anatomy product ${n}`, showcase_id: showcaseId })
-      })
+    send: create("/products", (n) => ({ format: "course", name: `Anatomy product ${n}`, showcase_id: showcaseId }))
   })
   await server.close()
   await runtime.dispose()

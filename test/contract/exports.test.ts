@@ -39,6 +39,19 @@ const exported = async (client: Client, body: Record<string, unknown>) => {
   return finished(client, res.body.data.id)
 }
 
+/** A batch of creates (`POST /operations`), waited for until it has succeeded. */
+const batchCreated = async (client: Client, type: string, items: ReadonlyArray<Record<string, unknown>>) => {
+  const batch = await client.post("/operations", { type, items })
+  expect(batch.status, batch.text).toBe(202)
+  for (let i = 0; i < 400; i++) {
+    const operation = (await client.get(`/operations/${batch.body.data.id}`)).body.data
+    if (operation.status === "succeeded") return
+    expect(operation.status).not.toBe("failed")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`the batch ${batch.body.data.id} did not finish`)
+}
+
 /** The bytes of a file, as text. */
 const download = async (h: Harness, secret: string, fileId: string) => {
   const res = await fetch(`${h.baseUrl}/api/v3/files/${fileId}/content`, { headers: { authorization: `Bearer ${secret}` } })
@@ -103,14 +116,7 @@ eachStore("exports", (h) => {
     // Names in the reverse of creation order: the order by name is not the order by ID.
     const count = 2 * EXPORT_PAGE + 50
     const items = Array.from({ length: count }, (_, i) => ({ key: `t${i}`, name: `tag ${String(count - i).padStart(4, "0")}` }))
-    const started = await client.post("/operations", { type: "tags.create", items })
-    expect(started.status, started.text).toBe(202)
-    for (let i = 0; i < 400; i++) {
-      const operation = (await client.get(`/operations/${started.body.data.id}`)).body.data
-      if (operation.status === "succeeded") break
-      expect(operation.status).not.toBe("failed")
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await batchCreated(client, "tags.create", items)
     const done = await exported(client, { resource_type: "tags", format: "jsonl" })
     expect(done).toMatchObject({ status: "succeeded", row_count: count })
     const names = jsonLines((await download(h(), h().test, done.file_id)).text).map((tag: any) => tag.name)
@@ -268,14 +274,7 @@ eachStore("exports", (h) => {
   it("a collection larger than a store page (250 users) is exported whole, each once, oldest first", async () => {
     const client = await fresh(h())
     const items = Array.from({ length: 250 }, (_, i) => ({ key: `u${i}`, name: `User ${String(i).padStart(3, "0")}`, email: `user${i}@example.com` }))
-    const batch = await client.post("/operations", { type: "users.create", items })
-    expect(batch.status, batch.text).toBe(202)
-    for (let i = 0; i < 400; i++) {
-      const op = (await client.get(`/operations/${batch.body.data.id}`)).body.data
-      if (op.status === "succeeded") break
-      expect(op.status).not.toBe("failed")
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await batchCreated(client, "users.create", items)
     const done = await exported(client, { resource_type: "users", format: "jsonl" })
     expect(done).toMatchObject({ status: "succeeded", row_count: 250 })
     const rows = jsonLines((await download(h(), h().test, done.file_id)).text)

@@ -295,6 +295,7 @@ export const syncRecordPartitions = (
         .map((row) => row.name)
     )
     const created: Array<string> = []
+    const updatedInPlace = new Set(updatedInPlaceTypes())
     for (const type of types) {
       const partition = partitionOf(type)
       if (existing.has(partition)) continue
@@ -307,7 +308,7 @@ export const syncRecordPartitions = (
           yield* sql`DELETE FROM ${sql(defaultRecordPartition)} WHERE type = ${type}`
           yield* sql`DELETE FROM record_keys WHERE type = ${type}`
         }
-        const storage = updatedInPlaceTypes().includes(type) ? ` WITH (fillfactor = ${updatedInPlaceFillFactor})` : ""
+        const storage = updatedInPlace.has(type) ? ` WITH (fillfactor = ${updatedInPlaceFillFactor})` : ""
         yield* sql.unsafe(`CREATE TABLE ${partition} PARTITION OF records FOR VALUES IN ('${type}')${storage}`)
         if (held?.held) {
           yield* sql`INSERT INTO records SELECT * FROM moving_records`

@@ -364,6 +364,17 @@ const insertOrder = (keys: ReadonlyArray<UniqueKey>): ReadonlyArray<UniqueKey> =
     keyId(a) < keyId(b) ? -1 : keyId(a) > keyId(b) ? 1 : 0
   )
 
+/** A unique key as `record_keys` answers it. */
+interface KeyRow {
+  readonly name: string
+  readonly value: string
+  readonly global: boolean
+}
+
+/** The first of `keys`, in the caller's order, that is not among those inserted: the one taken. */
+const firstTaken = (keys: ReadonlyArray<UniqueKey>, inserted: ReadonlyArray<KeyRow>): UniqueKey | undefined =>
+  keys.find((key) => !inserted.some((row) => row.name === key.name && row.value === key.value && row.global === (key.global === true)))
+
 export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
   const statements = makeRecordStatements(sql)
   const { columns, filter, json, ofType } = statements
@@ -387,6 +398,11 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
 
   // --- unique keys ----------------------------------------------------------------------------
 
+  /** Distinct keys as rows `k(name, value, global)`, for an insert into `record_keys`. */
+  const keyRows = (distinct: ReadonlyArray<UniqueKey>) =>
+    sql`unnest(${distinct.map((key) => key.name)}::text[], ${distinct.map((key) => key.value)}::text[],
+               ${distinct.map((key) => key.global === true)}::boolean[]) AS k(name, value, global)`
+
   /**
    * Give a record its keys. Inserts what is free, then reports the first key that was not:
    * the caller's transaction rolls the whole write back.
@@ -394,21 +410,15 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   const addKeys = (tenant: Tenant, type: string, id: string, keys: ReadonlyArray<UniqueKey>) => {
     const distinct = insertOrder(keys)
     if (distinct.length === 0) return Effect.void
-    return sql<{ readonly name: string; readonly value: string; readonly global: boolean }>`${prepared}
+    return sql<KeyRow>`${prepared}
       INSERT INTO record_keys (account_id, environment, type, id, name, value, global)
       SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, k.name, k.value, k.global
-      FROM unnest(${distinct.map((key) => key.name)}::text[], ${distinct.map((key) => key.value)}::text[],
-                  ${distinct.map((key) => key.global === true)}::boolean[]) AS k(name, value, global)
+      FROM ${keyRows(distinct)}
       ON CONFLICT DO NOTHING
       RETURNING name, value, global`.pipe(
       unavailable,
       Effect.flatMap((inserted) => {
-        // The first taken key in the caller's order.
-        const taken = keys.find((key) =>
-          !inserted.some((row) =>
-            row.name === key.name && row.value === key.value && row.global === (key.global === true)
-          )
-        )
+        const taken = firstTaken(keys, inserted)
         return taken === undefined ? Effect.void : Effect.fail(new UniqueViolation({ name: taken.name }))
       })
     )
@@ -476,13 +486,12 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   /**
    * A record and its unique keys in one round trip: the keys are inserted only with the record,
    * each unless taken (`ON CONFLICT DO NOTHING`); when one was taken, the record is deleted
-   * again with the keys it took, and the first taken key in the
-   * caller's order is the failure. Runs inside a transaction: the delete must undo the insert
-   * before anyone else can see it.
+   * again with the keys it took, and the first taken key in the caller's order is the failure.
+   * Runs inside a transaction: the delete must undo the insert before anyone else can see it.
    */
   const insertWithKeys = (tenant: Tenant, type: string, id: string, data: JsonObject, uniques: ReadonlyArray<UniqueKey>) => {
     const distinct = insertOrder(uniques)
-    return sql<RecordRow & { readonly keys: ReadonlyArray<{ readonly name: string; readonly value: string; readonly global: boolean }> }>`${prepared}
+    return sql<RecordRow & { readonly keys: ReadonlyArray<KeyRow> }>`${prepared}
       WITH inserted AS (
         INSERT INTO records (account_id, environment, type, id, revision, data)
         VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(data)}::jsonb)
@@ -491,8 +500,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       ), keys AS (
         INSERT INTO record_keys (account_id, environment, type, id, name, value, global)
         SELECT ${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, k.name, k.value, k.global
-        FROM unnest(${distinct.map((key) => key.name)}::text[], ${distinct.map((key) => key.value)}::text[],
-                    ${distinct.map((key) => key.global === true)}::boolean[]) AS k(name, value, global)
+        FROM ${keyRows(distinct)}
         WHERE EXISTS (SELECT 1 FROM inserted)
         ON CONFLICT DO NOTHING
         RETURNING name, value, global
@@ -503,9 +511,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
       Effect.flatMap((rows) => {
         const row = rows[0]
         if (row === undefined) return Effect.fail(new UniqueViolation({ name: "id" }))
-        const taken = uniques.find((key) =>
-          !row.keys.some((k) => k.name === key.name && k.value === key.value && k.global === (key.global === true))
-        )
+        const taken = firstTaken(uniques, row.keys)
         if (taken === undefined) return Effect.succeed(toRecord(row))
         return unavailable(removeStatement(tenant, type, id)).pipe(
           Effect.zipRight(Effect.fail(new UniqueViolation({ name: taken.name })))

@@ -77,7 +77,7 @@ const makeUnitOfWork = (
       busyUntil.delete(key)
     }
   }
-  const isBusy = (key: string) => (busyUntil.get(key) ?? 0) > performance.now()
+  const isBusyKey = (key: string) => (busyUntil.get(key) ?? 0) > performance.now()
   /** This process's queue per contended key (a semaphore of one, dropped when nobody waits). */
   const queues = new Map<string, { readonly semaphore: Effect.Semaphore; users: number }>()
   /**
@@ -157,7 +157,7 @@ const makeUnitOfWork = (
         Effect.flatMap(FiberRef.get(queueOn), (queued) => {
           state?.contended.add(key)
           // A run not queued on a key others just lost on stops here: it would lose too.
-          if (state === undefined || queued.includes(key) || !isBusy(key)) return Effect.void
+          if (state === undefined || queued.includes(key) || !isBusyKey(key)) return Effect.void
           state.conflict = true
           return Effect.die(new StoppedAtBusyKey(key))
         }))
