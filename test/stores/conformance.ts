@@ -1377,6 +1377,104 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
         }))
     })
 
+    /**
+     * Records of the append-only streams (audit entries, events: core's `streamTypes`) written by
+     * a unit of work: PostgreSQL sends them together, late (with the unit's last statement);
+     * every read of their type inside the unit sees them, and they commit and roll back with it.
+     */
+    describe("Records: appends of streams inside a unit of work", () => {
+      const auditEntries = (tenant: Tenant) =>
+        Effect.flatMap(Records, (records) => records.list(tenant, "audit_entry", { where: [], sort: byId, limit: 10 }))
+
+      it.effect("every read of the type inside the unit sees them, and the unit commits them", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          const inside = yield* uow.transaction(
+            Effect.gen(function* () {
+              const stored = yield* records.insert(tenant, "audit_entry", "aud_1", { action: "created", n: 1 })
+              yield* records.insert(tenant, "event", "evt_1", { type: "thing.created" })
+              yield* records.insert(tenant, "audit_entry", "aud_2", { action: "updated" })
+              return {
+                stored,
+                got: (yield* records.get(tenant, "audit_entry", "aud_1"))?.data,
+                listed: ids(yield* auditEntries(tenant)),
+                counted: yield* records.count(tenant, "event", [], []),
+                updated: (yield* records.update(tenant, "audit_entry", "aud_2", { action: "changed" })).revision
+              }
+            })
+          )
+          expect(inside.stored).toMatchObject({ tenant, type: "audit_entry", id: "aud_1", revision: 1, data: { action: "created", n: 1 } })
+          expect(inside.got).toEqual({ action: "created", n: 1 })
+          expect(inside.listed).toEqual(["aud_1", "aud_2"])
+          expect(inside.counted).toEqual([{ key: [], count: 1 }])
+          expect(inside.updated).toBe(2)
+          expect(ids(yield* auditEntries(tenant))).toEqual(["aud_1", "aud_2"])
+          expect((yield* records.get(tenant, "audit_entry", "aud_2"))?.data).toEqual({ action: "changed" })
+          expect(yield* records.get(tenant, "event", "evt_1")).toBeDefined()
+        }))
+
+      it.effect("a failed unit keeps none; a savepoint rolled back takes back its own, not those made before it", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "audit_entry", "aud_1", {})
+              const inner = yield* Effect.exit(uow.transaction(
+                Effect.gen(function* () {
+                  // A read of the type inside the savepoint: aud_1 is stored there, and must outlive its rollback.
+                  expect(ids(yield* auditEntries(tenant))).toEqual(["aud_1"])
+                  yield* records.insert(tenant, "audit_entry", "aud_2", {})
+                  return yield* Effect.fail("boom" as const)
+                })
+              ))
+              expect(inner).toEqual(Exit.fail("boom"))
+              yield* records.insert(tenant, "audit_entry", "aud_3", {})
+            })
+          )
+          expect(ids(yield* auditEntries(tenant))).toEqual(["aud_1", "aud_3"])
+
+          const failed = yield* Effect.exit(uow.transaction(
+            Effect.zipRight(records.insert(tenant, "audit_entry", "aud_4", {}), Effect.fail("boom" as const))
+          ))
+          expect(failed).toEqual(Exit.fail("boom"))
+          expect(ids(yield* auditEntries(tenant))).toEqual(["aud_1", "aud_3"])
+        }))
+
+      it.effect("they commit with the receipt the unit completes, and go with it when it fails after", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const idempotency = yield* Idempotency
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          const response = { status: 201, headers: {}, body: { id: "thing" } }
+          yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_1"))
+          yield* uow.transaction(Effect.zipRight(
+            records.insert(tenant, "audit_entry", "aud_1", {}),
+            idempotency.complete(tenant, "key-1", "tok_1", response)
+          ))
+          expect(ids(yield* auditEntries(tenant))).toEqual(["aud_1"])
+          const claimed = yield* idempotency.claim(tenant, "key-1", claimAttempt("tok_2"))
+          expect(claimed._tag === "Existing" ? claimed.receipt.response : undefined).toEqual(response)
+
+          yield* idempotency.claim(tenant, "key-2", claimAttempt("tok_3"))
+          const failed = yield* Effect.exit(uow.transaction(
+            Effect.gen(function* () {
+              yield* records.insert(tenant, "audit_entry", "aud_2", {})
+              yield* idempotency.complete(tenant, "key-2", "tok_3", response)
+              return yield* Effect.fail("boom" as const)
+            })
+          ))
+          expect(failed).toEqual(Exit.fail("boom"))
+          expect(ids(yield* auditEntries(tenant))).toEqual(["aud_1"])
+          const again = yield* idempotency.claim(tenant, "key-2", claimAttempt("tok_4"))
+          expect(again._tag === "Existing" ? again.receipt.state : again._tag).toBe("in_progress")
+        }))
+    })
+
     describe("Idempotency", () => {
       const existing = (claim: IdempotencyClaim) => (claim._tag === "Existing" ? claim.receipt : undefined)
 

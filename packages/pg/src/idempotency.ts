@@ -33,7 +33,7 @@ const toReceipt = (row: ReceiptRow): IdempotencyReceipt => ({
 /** Rounds of a claim whose key keeps being released between our insert and our read. */
 const maxClaimRounds = 10
 
-export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Service<typeof Idempotency> => {
+export const makeIdempotency = ({ insertAppends, run: unavailable, sql, takeAppends }: Pg): Context.Tag.Service<typeof Idempotency> => {
   // Statements by key: prepared once per connection (`pool.ts`).
   const prepared = sql.literal(PREPARED)
   const receiptKey = (tenant: Tenant, key: string) =>
@@ -85,7 +85,10 @@ export const makeIdempotency = ({ run: unavailable, sql }: Pg): Context.Tag.Serv
     token: string,
     response: RecordedResponse
   ) {
+    // The last statement of its unit of work: the unit's appends (its audit entry, its events) go with it.
+    const appends = yield* takeAppends
     yield* unavailable(sql`${prepared}
+      ${appends === undefined ? sql`` : sql`WITH appended AS (${insertAppends(appends)})`}
       UPDATE idempotency_receipts SET state = 'completed', response = ${JSON.stringify(response)}::jsonb
       WHERE ${receiptKey(tenant, key)} AND token = ${token}`)
   })

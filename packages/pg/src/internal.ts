@@ -5,7 +5,16 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { type Environment, StoreUnavailable, type Tenant } from "@syllabus/core"
 import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
-import { hasOutstandingStatement, PgPool } from "./pool.js"
+import { hasOutstandingStatement, PgPool, PREPARED } from "./pool.js"
+
+/** A record of an append-only stream written by a unit of work, not sent yet (`Pg.appendLater`). */
+export interface PendingAppend {
+  readonly tenant: Tenant
+  readonly type: string
+  readonly id: string
+  /** The document, as JSON text. */
+  readonly data: string
+}
 
 /** The mutable state of one running unit of work, seen by every statement made inside it. */
 export interface UnitState {
@@ -13,7 +22,11 @@ export interface UnitState {
   conflict: boolean
   /** Where the unit says concurrent ones meet (`UnitOfWork.contends`): a rerun queues on them. */
   readonly contended: Set<string>
+  /** Its appends not sent yet, in the order they were made. */
+  appends: Array<PendingAppend>
 }
+
+export const newUnitState = (): UnitState => ({ conflict: false, contended: new Set(), appends: [] })
 
 export interface Pg {
   /** The client, without the application's name transforms: columns and JSON as stored. */
@@ -38,6 +51,20 @@ export interface Pg {
    * contend on them run one after another, each seeing the one before committed.
    */
   readonly queueOn: FiberRef.FiberRef<ReadonlyArray<string>>
+  /**
+   * Inside a unit of work, keep `append` to be sent with the unit's other appends in one
+   * statement (true), before the first statement that reads its type, or at the end of the unit
+   * (`sendAppends`); outside one, false (the caller writes it itself).
+   */
+  readonly appendLater: (append: PendingAppend) => Effect.Effect<boolean>
+  /** Send the unit's pending appends (of `type` only if given; all of them when there is one of it). */
+  readonly sendAppends: (type?: string) => Effect.Effect<void, StoreUnavailable>
+  /**
+   * For a statement that sends the pending appends with its own work (`insertAppends` as a
+   * CTE of it): their rows, no longer pending; none pending: `undefined`.
+   */
+  readonly takeAppends: Effect.Effect<string | undefined>
+  readonly insertAppends: (rows: string) => Statement.Fragment
 }
 
 // serialization_failure, deadlock_detected: the transaction lost a race and may simply be retried.
@@ -270,17 +297,62 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
   const withPlainTransaction = guardedTransaction(sql, "BEGIN", queueOn)
   const withSerializableTransaction = guardedTransaction(sql, "BEGIN ISOLATION LEVEL SERIALIZABLE", queueOn)
 
-  const inTransaction = (withTransaction: typeof sql.withTransaction) =>
+  const appendLater = (append: PendingAppend): Effect.Effect<boolean> =>
+    Effect.flatMap(FiberRef.get(unit), (state) =>
+      state === undefined
+        ? Effect.succeed(false)
+        : Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), (outer) => {
+          if (Option.isNone(outer)) return false
+          state.appends.push(append)
+          return true
+        }))
+
+  /** The unit's pending appends as the rows of `insertAppends` (none pending: `undefined`), no longer pending. */
+  const takeAppends: Effect.Effect<string | undefined> = Effect.map(FiberRef.get(unit), (state) => {
+    if (state === undefined || state.appends.length === 0) return undefined
+    const appends = state.appends
+    state.appends = []
+    return `[${
+      appends.map((a) =>
+        `{"a":${JSON.stringify(a.tenant.accountId)},"e":${JSON.stringify(a.tenant.environment)},"t":${JSON.stringify(a.type)},"id":${
+          JSON.stringify(a.id)
+        },"data":${a.data}}`
+      ).join(",")
+    }]`
+  })
+
+  /**
+   * Appends in one statement, whatever their tenants and types (each row goes to its type's
+   * partition). A taken ID fails it (`unique_violation`), and with it the unit of work.
+   */
+  const insertAppends = (rows: string) =>
+    sql`INSERT INTO records (account_id, environment, type, id, revision, data)
+      SELECT row.a, row.e, row.t, row.id, 1, row.data
+      FROM jsonb_to_recordset(${rows}::jsonb) AS row(a text, e text, t text, id text, data jsonb)`
+
+  const sendAppends = (type?: string): Effect.Effect<void, StoreUnavailable> =>
+    Effect.flatMap(FiberRef.get(unit), (state) => {
+      if (state === undefined || state.appends.length === 0) return Effect.void
+      if (type !== undefined && !state.appends.some((append) => append.type === type)) return Effect.void
+      return Effect.flatMap(takeAppends, (rows) => rows === undefined ? Effect.void : Effect.asVoid(run(sql`${sql.literal(PREPARED)}${insertAppends(rows)}`)))
+    })
+
+  const inTransaction = (withTransaction: typeof sql.withTransaction, outermost: boolean) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreUnavailable, R> =>
-    withTransaction(effect).pipe(
-      Effect.tapError((error) => error instanceof SqlError ? noteConflict(error) : Effect.void),
-      Effect.mapError((error): E | StoreUnavailable =>
-        error instanceof SqlError ? new StoreUnavailable({ cause: error }) : error
-      ),
-      commitFailures
-    )
-  const transaction = inTransaction(withPlainTransaction)
-  const serializable = inTransaction(withSerializableTransaction)
+    Effect.flatMap(FiberRef.get(unit), (state) => {
+      // A savepoint rolled back takes back what was appended since it was taken, and what it
+      // sent of the appends made before it: they are pending again, as they were.
+      const pending = state?.appends.slice()
+      const body = outermost ? Effect.zipLeft(effect, sendAppends()) : effect
+      return withTransaction(body).pipe(
+        Effect.onError(() => Effect.sync(() => state !== undefined && pending !== undefined && (state.appends = pending))),
+        Effect.tapError((error) => error instanceof SqlError ? noteConflict(error) : Effect.void),
+        Effect.mapError((error): E | StoreUnavailable => error instanceof SqlError ? new StoreUnavailable({ cause: error }) : error),
+        commitFailures
+      )
+    })
+  const transaction = inTransaction(withPlainTransaction, false)
+  const serializable = inTransaction(withSerializableTransaction, true)
 
   const detached = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     effect.pipe(
@@ -290,7 +362,7 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
       Effect.locally(queueOn, [])
     )
 
-  return { sql, run, transaction, serializable, detached, unit, queueOn }
+  return { sql, run, transaction, serializable, detached, unit, queueOn, appendLater, sendAppends, takeAppends, insertAppends }
 })
 
 /** A bigint column read back: a string by default in `pg`, a number if the client parses it. */

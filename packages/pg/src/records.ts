@@ -375,7 +375,7 @@ interface KeyRow {
 const firstTaken = (keys: ReadonlyArray<UniqueKey>, inserted: ReadonlyArray<KeyRow>): UniqueKey | undefined =>
   keys.find((key) => !inserted.some((row) => row.name === key.name && row.value === key.value && row.global === (key.global === true)))
 
-export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
+export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
   const statements = makeRecordStatements(sql)
   const { columns, filter, json, ofType } = statements
 
@@ -432,12 +432,14 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   // --- the port -------------------------------------------------------------------------------
 
   const get = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
+    yield* sendAppends(type)
     const rows = yield* unavailable(sql<RecordRow>`${prepared}SELECT ${columns} FROM records WHERE ${recordKey(tenant, type, id)}`)
     return rows[0] === undefined ? undefined : toRecord(rows[0])
   })
 
   const getMany = Effect.fnUntraced(function*(tenant: Tenant, type: string, ids: ReadonlyArray<string>) {
     if (ids.length === 0) return []
+    yield* sendAppends(type)
     const rows = yield* unavailable(sql<RecordRow>`${prepared}
       SELECT ${columns} FROM records
       WHERE account_id = ${tenant.accountId} AND environment = ${tenant.environment} AND ${ofType(type)}
@@ -450,6 +452,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     type: string,
     key: { readonly name: string; readonly value: string }
   ) {
+    yield* sendAppends(type)
     const rows = yield* unavailable(sql<RecordRow>`${prepared}
       SELECT r.account_id, r.environment, r.type, r.id, r.revision, r.data
       FROM record_keys k
@@ -465,9 +468,16 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     data: JsonObject,
     uniques?: ReadonlyArray<UniqueKey>
   ) {
+    const text = JSON.stringify(data)
+    // A record of a stream (an audit entry, an event) written by a unit of work goes with the
+    // unit's other appends, in one statement (`Pg.appendLater`): as stored, without asking.
+    if (streamOf(type) !== undefined && (uniques === undefined || uniques.length === 0) &&
+      (yield* appendLater({ tenant, type, id, data: text }))) {
+      return { tenant: { accountId: tenant.accountId, environment: tenant.environment }, type, id, revision: 1, data: JSON.parse(text) as JsonObject }
+    }
     const insertRow = sql<RecordRow>`${prepared}
       INSERT INTO records (account_id, environment, type, id, revision, data)
-      VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(data)}::jsonb)
+      VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${text}::jsonb)
       ON CONFLICT DO NOTHING
       RETURNING ${columns}`.pipe(
       unavailable,
@@ -571,6 +581,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   ) {
     const expected = options?.expectedRevision
     const uniques = options?.uniques
+    yield* sendAppends(type)
     // One conditional UPDATE: concurrent writers with the same expected revision are
     // serialized by the row lock, and all but the first see the new revision and miss.
     const updateRow = sql<RecordRow>`${prepared}
@@ -602,7 +613,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   // One upsert: the row lock makes concurrent increments of a record wait on each other, and
   // each adds to what the one before it committed (numbers as `numeric`: exact sums).
   const increment = (tenant: Tenant, type: string, id: string, fields: JsonObject, deltas: Readonly<Record<string, number>>) =>
-    sql`${prepared}
+    Effect.zipRight(sendAppends(type), sql`${prepared}
       INSERT INTO records (account_id, environment, type, id, revision, data)
       VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(fields)}::jsonb || ${JSON.stringify(deltas)}::jsonb)
       ON CONFLICT (account_id, environment, type, id) DO UPDATE SET
@@ -612,21 +623,24 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
             CASE WHEN jsonb_typeof(records.data -> delta.key) = 'number' THEN (records.data ->> delta.key)::numeric END, 0
           ) + delta.value::numeric)
           FROM jsonb_each_text(${JSON.stringify(deltas)}::jsonb) AS delta
-        )`.pipe(unavailable, Effect.asVoid)
+        )`.pipe(unavailable, Effect.asVoid))
 
   const remove = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
+    yield* sendAppends(type)
     const rows = yield* unavailable(removeStatement(tenant, type, id))
     return rows.length > 0
   })
 
   const list = Effect.fnUntraced(function*(tenant: Tenant, type: string, query: ListQuery) {
     yield* checkFields([...query.where.map((where) => where.field), query.sort.field])
+    yield* sendAppends(type)
     const rows = yield* unavailable(statements.list(tenant, type, query))
     return rows.map(toRecord)
   })
 
   const scan = Effect.fnUntraced(function*(type: string, where: ReadonlyArray<Where>, limit: number) {
     yield* checkFields(where.map((w) => w.field))
+    yield* sendAppends(type)
     const rows = yield* unavailable(statements.scan(type, where, limit))
     return rows.map(toRecord)
   })
@@ -638,6 +652,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
     groupBy: ReadonlyArray<string>
   ) {
     yield* checkFields([...where.map((w) => w.field), ...groupBy])
+    yield* sendAppends(type)
     if (groupBy.length === 0) {
       const rows = yield* unavailable(
         sql<{ readonly count: number }>`SELECT count(*) AS count FROM records WHERE ${filter(tenant, type, where)}`
@@ -659,6 +674,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
 
   const aggregate = Effect.fnUntraced(function*(tenant: Tenant, type: string, query: AggregateQuery) {
     yield* checkFields(aggregateFields(query))
+    yield* sendAppends(type)
     const rows = yield* unavailable(statements.aggregate(tenant, type, query))
     const number = (value: Json | undefined): number | null =>
       value === null || value === undefined ? null : toNumber(value)
@@ -674,6 +690,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
   })
 
   const purge = Effect.fnUntraced(function*(tenant: Tenant, keepTypes: ReadonlyArray<string>) {
+    yield* sendAppends()
     const rows = yield* unavailable(sql<{ readonly count: number }>`
       WITH removed AS (
         DELETE FROM records
@@ -706,6 +723,7 @@ export const makeRecords = ({ run: unavailable, sql, transaction }: Pg): Context
 
   const prune = Effect.fnUntraced(function*(type: string, field: string, before: string, limit: number) {
     yield* checkFields([field])
+    yield* sendAppends(type)
     if (field === "created_at" && streamOf(type) !== undefined) {
       const pruned = yield* pruneStream(type, field, before, limit)
       if (Option.isSome(pruned)) return pruned.value

@@ -4,7 +4,7 @@ import { Idempotency, keepingFigures, keptFigures, RateLimitStore, Records, Stor
 import { Cause, Clock, Context, Effect, Exit, FiberRef, Layer, Option, Random } from "effect"
 import { defaultPgTimeouts } from "./deadlines.js"
 import { makeIdempotency } from "./idempotency.js"
-import { makePg, type Pg, shouldRetry, type UnitState } from "./internal.js"
+import { makePg, newUnitState, type Pg, shouldRetry } from "./internal.js"
 import { makeRateLimitStore } from "./rateLimit.js"
 import { makeRecords } from "./records.js"
 
@@ -110,7 +110,7 @@ const makeUnitOfWork = (
     })
   const once = <A, E, R>(effect: Effect.Effect<A, E, R>, keys: ReadonlyArray<string>) =>
     Effect.suspend(() => {
-      const state: UnitState = { conflict: false, contended: new Set() }
+      const state = newUnitState()
       return queued(keys, inTime(serializable(effect))).pipe(
         Effect.locally(unit, state),
         Effect.exit,

@@ -362,19 +362,18 @@ const fanOut = (batch: number) =>
           .filter((w) => String(w.data.created_at) <= String(event.data.created_at) && Number(w.data.payload_version) === Number(event.data.version))
           .filter((w) => webhookReceives(w.data, event.data))
       /**
-       * Fan out one event inside the caller's unit of work: its deliveries join `rows` (the
-       * unit inserts them together); its targets, or none when another worker did it.
+       * Fan out one event (as read inside the caller's unit of work) there: its deliveries join
+       * `rows` (the unit inserts them together); its targets, or none when another worker did it.
        */
-      const fanOutOne = (event: StoredRecord, now: number, rows: Array<{ readonly id: string; readonly data: JsonObject }>) =>
+      const fanOutOne = (current: StoredRecord | undefined, now: number, rows: Array<{ readonly id: string; readonly data: JsonObject }>) =>
         Effect.gen(function* () {
-          const current = yield* records.get(event.tenant, EVENT_TYPE, event.id)
           if (!current || (current.data.webhook_fanout ?? null) !== null) return []
           const targets = targetsOf(current)
           for (const webhook of targets) {
             const id = yield* ids.next("webhook_delivery")
             rows.push({ id, data: newDelivery(webhook, current.data, "automatic", id, now) })
           }
-          yield* records.update(event.tenant, EVENT_TYPE, event.id, { ...current.data, webhook_fanout: targets.length }, {
+          yield* records.update(current.tenant, EVENT_TYPE, current.id, { ...current.data, webhook_fanout: targets.length }, {
             expectedRevision: current.revision
           })
           return targets
@@ -386,7 +385,9 @@ const fanOut = (batch: number) =>
           return yield* uow.transaction(
             Effect.gen(function* () {
               const rows: Array<{ readonly id: string; readonly data: JsonObject }> = []
-              const targets = (yield* Effect.forEach(group, (event) => fanOutOne(event, now, rows))).flat()
+              // The group's events as the unit sees them, in one read.
+              const current = new Map((yield* records.getMany(tenant, EVENT_TYPE, group.map((event) => event.id))).map((event) => [event.id, event]))
+              const targets = (yield* Effect.forEach(group, (event) => fanOutOne(current.get(event.id), now, rows))).flat()
               // The group's deliveries in as few statements as the store allows.
               if (rows.length > 0) yield* records.insertMany(tenant, WEBHOOK_DELIVERY_TYPE, rows)
               return targets

@@ -183,6 +183,13 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
       type: string,
       key: { readonly name: string; readonly value: string }
     ) => Effect.Effect<StoredRecord | undefined, StoreUnavailable>
+    /**
+     * A new record at revision 1; an ID or a key already held fails with `UniqueViolation`.
+     * A record of an append-only stream (`streamTypes`: request log, audit entries, events,
+     * webhook attempts; IDs made by `Ids`, never taken) may be stored late inside a unit of work,
+     * with the unit's other appends: every read of its type in the unit sees it, and an ID that
+     * turns out to be taken then fails the unit (`StoreUnavailable`), not the call.
+     */
     readonly insert: (
       tenant: Tenant,
       type: string,
