@@ -1290,6 +1290,32 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
           expect(yield* records.get(tenant, "course", "crs_4")).toBeUndefined()
         }))
 
+      it.effect("a record written and read again inside a rolled-back nested transaction reads as it was before it", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const uow = yield* UnitOfWork
+          const tenant = newTenant()
+          yield* records.insert(tenant, "course", "crs_1", { title: "Before" })
+          const seen = yield* uow.transaction(
+            Effect.gen(function* () {
+              expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ title: "Before" })
+              yield* Effect.exit(uow.transaction(
+                Effect.gen(function* () {
+                  yield* records.update(tenant, "course", "crs_1", { title: "Inside" })
+                  yield* records.insert(tenant, "course", "crs_2", {})
+                  expect((yield* records.get(tenant, "course", "crs_1"))?.data).toEqual({ title: "Inside" })
+                  expect(yield* records.get(tenant, "course", "crs_2")).toBeDefined()
+                  return yield* Effect.fail("boom" as const)
+                })
+              ))
+              return [yield* records.get(tenant, "course", "crs_1"), yield* records.get(tenant, "course", "crs_2")] as const
+            })
+          )
+          expect(seen[0]?.data).toEqual({ title: "Before" })
+          expect(seen[0]?.revision).toBe(1)
+          expect(seen[1]).toBeUndefined()
+        }))
+
       it.effect("concurrent fibers inside one transaction write into it", () =>
         Effect.gen(function* () {
           const records = yield* Records

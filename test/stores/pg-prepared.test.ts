@@ -35,8 +35,9 @@ describe("statements by key, prepared once per connection [postgresql]", () => {
     Effect.gen(function*() {
       const { records, sql, session } = yield* onOneConnection(true)
       const statements = yield* session(Effect.gen(function*() {
-        yield* records.insert(tenant, "product", "prd_000000001", { name: "One" })
-        for (let i = 0; i < 10; i++) expect((yield* records.get(tenant, "product", "prd_000000001"))?.data).toEqual({ name: "One" })
+        // Ten records, each read once: a unit of work does not ask twice for a record it read (`UnitState.reads`).
+        for (let i = 0; i < 10; i++) yield* records.insert(tenant, "product", `prd_00000000${i}`, { name: `Product ${i}` })
+        for (let i = 0; i < 10; i++) expect((yield* records.get(tenant, "product", `prd_00000000${i}`))?.data).toEqual({ name: `Product ${i}` })
         yield* records.list(tenant, "product", { where: [], sort: { field: "id", kind: "text", direction: "asc" }, limit: 10 })
         return yield* sql<Prepared>`SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`
       }))

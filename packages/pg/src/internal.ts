@@ -3,7 +3,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { type Environment, StoreUnavailable, type Tenant } from "@syllabus/core"
+import { type Environment, StoreUnavailable, type StoredRecord, type Tenant } from "@syllabus/core"
 import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
 import { hasOutstandingStatement, PgPool, PREPARED } from "./pool.js"
 
@@ -24,9 +24,18 @@ export interface UnitState {
   readonly contended: Set<string>
   /** Its appends not sent yet, in the order they were made. */
   appends: Array<PendingAppend>
+  /**
+   * Records it read by key (`undefined`: none there), by `readKey`. Its snapshot does not move
+   * (SERIALIZABLE): a record read once reads the same again until the unit writes it, which
+   * forgets it here (`records.ts`), as does a savepoint rolled back.
+   */
+  readonly reads: Map<string, StoredRecord | undefined>
 }
 
-export const newUnitState = (): UnitState => ({ conflict: false, contended: new Set(), appends: [] })
+export const newUnitState = (): UnitState => ({ conflict: false, contended: new Set(), appends: [], reads: new Map() })
+
+/** The key of a record in `UnitState.reads`. */
+export const readKey = (tenant: Tenant, type: string, id: string): string => `${tenant.accountId}\u0000${tenant.environment}\u0000${type}\u0000${id}`
 
 export interface Pg {
   /** The client, without the application's name transforms: columns and JSON as stored. */
@@ -345,7 +354,14 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
       const pending = state?.appends.slice()
       const body = outermost ? Effect.zipLeft(effect, sendAppends()) : effect
       return withTransaction(body).pipe(
-        Effect.onError(() => Effect.sync(() => state !== undefined && pending !== undefined && (state.appends = pending))),
+        Effect.onError(() =>
+          Effect.sync(() => {
+            if (state === undefined || pending === undefined) return
+            state.appends = pending
+            // What it read may have been written inside the savepoint.
+            state.reads.clear()
+          })
+        ),
         Effect.tapError((error) => error instanceof SqlError ? noteConflict(error) : Effect.void),
         Effect.mapError((error): E | StoreUnavailable => error instanceof SqlError ? new StoreUnavailable({ cause: error }) : error),
         commitFailures

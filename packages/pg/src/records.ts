@@ -23,10 +23,10 @@ import {
   UniqueViolation,
   type Where
 } from "@syllabus/core"
-import { type Context, Effect, Option } from "effect"
+import { type Context, Effect, FiberRef, Option } from "effect"
 import { distinctValues, pagedIn } from "./access-paths.js"
 import { groupKeyExpr, isSqlName, jsonExpr, numericExpr, searchExpr, stringExpr, typeCondition } from "./expressions.js"
-import { type Pg, sqlStateOf, tenantOf, toNumber } from "./internal.js"
+import { type Pg, readKey, sqlStateOf, tenantOf, toNumber } from "./internal.js"
 import { PREPARED } from "./pool.js"
 import { maintainStream, streamDefaultLeaf, streamOf } from "./streams.js"
 
@@ -375,7 +375,7 @@ interface KeyRow {
 const firstTaken = (keys: ReadonlyArray<UniqueKey>, inserted: ReadonlyArray<KeyRow>): UniqueKey | undefined =>
   keys.find((key) => !inserted.some((row) => row.name === key.name && row.value === key.value && row.global === (key.global === true)))
 
-export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, transaction }: Pg): Context.Tag.Service<typeof Records> => {
+export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, transaction, unit }: Pg): Context.Tag.Service<typeof Records> => {
   const statements = makeRecordStatements(sql)
   const { columns, filter, json, ofType } = statements
 
@@ -429,12 +429,33 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
       ? sql`k.global`
       : sql`NOT k.global AND k.account_id = ${tenant.accountId} AND k.environment = ${tenant.environment}`
 
+  // --- reads by key inside a unit of work (`UnitState.reads`) ------------------------------------
+
+  /** The unit's reads by key; outside a unit of work, none. */
+  const unitReads = Effect.map(FiberRef.get(unit), (state) => state?.reads)
+
+  /** The unit writes these records: what it read of them is forgotten. */
+  const forget = (tenant: Tenant, type: string, ids: ReadonlyArray<string>) =>
+    Effect.map(unitReads, (reads) => {
+      if (reads !== undefined) for (const id of ids) reads.delete(readKey(tenant, type, id))
+    })
+
+  /** The unit writes records it does not name (a purge, a prune): it forgets every read. */
+  const forgetAll = Effect.map(unitReads, (reads) => reads?.clear())
+
   // --- the port -------------------------------------------------------------------------------
 
+  // Inside a unit of work, a record already read there is not asked for again (a batch's items
+  // read their showcase, the account's plan: once per unit instead of once per item).
   const get = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
     yield* sendAppends(type)
+    const reads = yield* unitReads
+    const key = readKey(tenant, type, id)
+    if (reads?.has(key)) return reads.get(key)
     const rows = yield* unavailable(sql<RecordRow>`${prepared}SELECT ${columns} FROM records WHERE ${recordKey(tenant, type, id)}`)
-    return rows[0] === undefined ? undefined : toRecord(rows[0])
+    const record = rows[0] === undefined ? undefined : toRecord(rows[0])
+    reads?.set(key, record)
+    return record
   })
 
   const getMany = Effect.fnUntraced(function*(tenant: Tenant, type: string, ids: ReadonlyArray<string>) {
@@ -469,6 +490,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
     uniques?: ReadonlyArray<UniqueKey>
   ) {
     const text = JSON.stringify(data)
+    yield* forget(tenant, type, [id])
     // A record of a stream (an audit entry, an event) written by a unit of work goes with the
     // unit's other appends, in one statement (`Pg.appendLater`): as stored, without asking.
     if (streamOf(type) !== undefined && (uniques === undefined || uniques.length === 0) &&
@@ -539,6 +561,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
     rows: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>
   ) {
     if (rows.length === 0) return []
+    yield* forget(tenant, type, rows.map((row) => row.id))
     /**
      * The rows of `part` in one statement. `alone` (outside a unit of work, the call's only
      * statement: the request log's group commit) it is atomic on its own and needs no
@@ -582,6 +605,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
     const expected = options?.expectedRevision
     const uniques = options?.uniques
     yield* sendAppends(type)
+    yield* forget(tenant, type, [id])
     // One conditional UPDATE: concurrent writers with the same expected revision are
     // serialized by the row lock, and all but the first see the new revision and miss.
     const updateRow = sql<RecordRow>`${prepared}
@@ -613,7 +637,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
   // One upsert: the row lock makes concurrent increments of a record wait on each other, and
   // each adds to what the one before it committed (numbers as `numeric`: exact sums).
   const increment = (tenant: Tenant, type: string, id: string, fields: JsonObject, deltas: Readonly<Record<string, number>>) =>
-    Effect.zipRight(sendAppends(type), sql`${prepared}
+    Effect.zipRight(Effect.zipRight(sendAppends(type), forget(tenant, type, [id])), sql`${prepared}
       INSERT INTO records (account_id, environment, type, id, revision, data)
       VALUES (${tenant.accountId}, ${tenant.environment}, ${type}, ${id}, 1, ${JSON.stringify(fields)}::jsonb || ${JSON.stringify(deltas)}::jsonb)
       ON CONFLICT (account_id, environment, type, id) DO UPDATE SET
@@ -627,6 +651,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
 
   const remove = Effect.fnUntraced(function*(tenant: Tenant, type: string, id: string) {
     yield* sendAppends(type)
+    yield* forget(tenant, type, [id])
     const rows = yield* unavailable(removeStatement(tenant, type, id))
     return rows.length > 0
   })
@@ -691,6 +716,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
 
   const purge = Effect.fnUntraced(function*(tenant: Tenant, keepTypes: ReadonlyArray<string>) {
     yield* sendAppends()
+    yield* forgetAll
     const rows = yield* unavailable(sql<{ readonly count: number }>`
       WITH removed AS (
         DELETE FROM records
@@ -724,6 +750,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
   const prune = Effect.fnUntraced(function*(type: string, field: string, before: string, limit: number) {
     yield* checkFields([field])
     yield* sendAppends(type)
+    yield* forgetAll
     if (field === "created_at" && streamOf(type) !== undefined) {
       const pruned = yield* pruneStream(type, field, before, limit)
       if (Option.isSome(pruned)) return pruned.value

@@ -1,8 +1,9 @@
 /**
- * A unit of work's appends of streams (audit entries, events) cost it one statement, not one
- * each (packages/pg/src/internal.ts, `appendLater`): sent with the receipt the unit completes,
- * or alone right before COMMIT. What the statements are is observed on the driver itself, as
- * the server receives them (structure, not time).
+ * What a unit of work sends to PostgreSQL, observed on the driver itself as the server receives
+ * it (structure, not time): its appends of streams (audit entries, events) in one statement, not
+ * one each (packages/pg/src/internal.ts, `appendLater`), sent with the receipt the unit completes
+ * or alone right before COMMIT; a record it already read by key not asked for again until it
+ * writes it (`UnitState.reads`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
@@ -41,7 +42,7 @@ const stores = Effect.gen(function*() {
   return { records: Context.get(context, Records), idempotency: Context.get(context, Idempotency), uow: Context.get(context, UnitOfWork) }
 })
 
-describe("a unit of work's appends, in one statement [postgresql]", () => {
+describe("what a unit of work sends [postgresql]", () => {
   it.live("with the receipt it completes: its audit entry and its events go in the receipt's statement", () =>
     Effect.gen(function*() {
       const { idempotency, records, uow } = yield* stores
@@ -74,5 +75,23 @@ describe("a unit of work's appends, in one statement [postgresql]", () => {
       expect(sent.at(-2)).toContain("jsonb_to_recordset")
       expect(sent.at(-1)).toBe("COMMIT")
       expect(yield* records.get(tenant, "event", "evt_3")).toBeDefined()
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a record read by key is asked for once, until the unit writes it", () =>
+    Effect.gen(function*() {
+      const { records, uow } = yield* stores
+      yield* records.insert(tenant, "showcase", "shw_1", { name: "One" })
+      const reads = (sent: ReadonlyArray<string>) => sent.filter((text) => text.includes("type = 'showcase' AND id ="))
+      const sent = yield* sentDuring(uow.transaction(Effect.gen(function*() {
+        for (let i = 0; i < 5; i++) expect((yield* records.get(tenant, "showcase", "shw_1"))?.data).toEqual({ name: "One" })
+        expect(yield* records.get(tenant, "showcase", "shw_2")).toBeUndefined()
+        expect(yield* records.get(tenant, "showcase", "shw_2")).toBeUndefined()
+        yield* records.update(tenant, "showcase", "shw_1", { name: "Two" })
+        expect((yield* records.get(tenant, "showcase", "shw_1"))?.data).toEqual({ name: "Two" })
+        yield* records.insert(tenant, "showcase", "shw_2", { name: "New" })
+        expect((yield* records.get(tenant, "showcase", "shw_2"))?.data).toEqual({ name: "New" })
+      })))
+      // shw_1 twice (before and after its update), shw_2 twice (before and after its insert); the update's own statement is not a read.
+      expect(reads(sent).filter((text) => text.startsWith("/* prepared */ SELECT"))).toHaveLength(4)
     }).pipe(Effect.scoped), 30_000)
 })
