@@ -1404,6 +1404,124 @@ export const storeConformance = (name: string, storeLayer: Layer.Layer<Stores, u
     })
 
     /**
+     * The request log (type `request`): on PostgreSQL a partition by week, in memory a log per
+     * tenant (`packages/memory/src/log.ts`) rather than a bucket; every read and write of the port
+     * behaves the same on both.
+     */
+    describe("Records: the request log", () => {
+      // Each test's entries in a year of their own: retention runs over every tenant's log.
+      const entry = (n: number, credential: string, outcome: string, extra: Record<string, string | null> = {}, year = 1990) => ({
+        id: `req_${String(n).padStart(4, "0")}`,
+        data: { credential_id: credential, outcome, created_at: `${year}-01-${String(n).padStart(2, "0")}T00:00:00.000Z`, ...extra }
+      })
+      const byIdDesc: SortSpec = { field: "id", kind: "text", direction: "desc" }
+      const logOf = (tenant: Tenant, year = 1990) =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          yield* records.insertMany(tenant, "request", [
+            entry(1, "crd_a", "success", {}, year),
+            entry(2, "crd_b", "client_error", { client_request_id: "c-2" }, year),
+            entry(3, "crd_a", "client_error", {}, year),
+            entry(5, "crd_a", "success", { client_request_id: "c-5" }, year)
+          ])
+          // One made out of order (another process's lane): placed by its ID.
+          yield* records.insert(tenant, "request", "req_0004", entry(4, "crd_b", "success", {}, year).data)
+        })
+
+      it.effect("stores, reads by ID, refuses a taken ID (alone or in a batch, keeping none of it)", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* logOf(tenant)
+          expect((yield* records.get(tenant, "request", "req_0003"))?.data).toEqual(entry(3, "crd_a", "client_error").data)
+          expect(yield* records.get(newTenant(), "request", "req_0003")).toBeUndefined()
+          expect(ids(yield* records.getMany(tenant, "request", ["req_0005", "req_0001", "req_0009"])).slice().sort()).toEqual(["req_0001", "req_0005"])
+          expect(yield* Effect.flip(records.insert(tenant, "request", "req_0002", {}))).toEqual(new UniqueViolation({ name: "id" }))
+          expect(yield* Effect.flip(records.insertMany(tenant, "request", [entry(6, "crd_a", "success"), entry(1, "crd_a", "success")]))).toEqual(
+            new UniqueViolation({ name: "id" })
+          )
+          expect(yield* records.get(tenant, "request", "req_0006")).toBeUndefined()
+        }))
+
+      it.effect("pages by ID both ways from a cursor, through a filter's field or not, null matching a missing value", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* logOf(tenant)
+          const page = (where: ReadonlyArray<Where>, sort: SortSpec, after?: string, limit = 10) =>
+            Effect.map(
+              records.list(tenant, "request", { where, sort, limit, ...(after === undefined ? {} : { after: { value: after, id: after } }) }),
+              ids
+            )
+          expect(yield* page([], byId)).toEqual(["req_0001", "req_0002", "req_0003", "req_0004", "req_0005"])
+          expect(yield* page([], byIdDesc, undefined, 2)).toEqual(["req_0005", "req_0004"])
+          expect(yield* page([], byIdDesc, "req_0004", 2)).toEqual(["req_0003", "req_0002"])
+          const ofA: ReadonlyArray<Where> = [{ field: "credential_id", op: "eq", value: "crd_a" }]
+          expect(yield* page(ofA, byId)).toEqual(["req_0001", "req_0003", "req_0005"])
+          expect(yield* page(ofA, byId, "req_0001")).toEqual(["req_0003", "req_0005"])
+          expect(yield* page(ofA, byIdDesc, "req_0005")).toEqual(["req_0003", "req_0001"])
+          expect(yield* page([...ofA, { field: "outcome", op: "eq", value: "success" }], byIdDesc)).toEqual(["req_0005", "req_0001"])
+          expect(yield* page([{ field: "client_request_id", op: "eq", value: null }], byId)).toEqual(["req_0001", "req_0003", "req_0004"])
+          expect(yield* page([{ field: "created_at", op: "gte", value: "1990-01-03" }, { field: "outcome", op: "eq", value: "success" }], byId)).toEqual([
+            "req_0004",
+            "req_0005"
+          ])
+        }))
+
+      it.effect("counts by groups over a time window", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* logOf(tenant)
+          const groups = yield* records.count(tenant, "request", [{ field: "created_at", op: "gte", value: "1990-01-02" }], ["outcome", "credential_id"])
+          expect(groups.slice().sort((a, b) => (JSON.stringify(a.key) < JSON.stringify(b.key) ? -1 : 1))).toEqual([
+            { key: ["client_error", "crd_a"], count: 1 },
+            { key: ["client_error", "crd_b"], count: 1 },
+            { key: ["success", "crd_a"], count: 1 },
+            { key: ["success", "crd_b"], count: 1 }
+          ])
+          expect(yield* records.count(tenant, "request", [{ field: "credential_id", op: "eq", value: "crd_b" }], [])).toEqual([{ key: [], count: 2 }])
+        }))
+
+      it.effect("an update moves an entry between its filters' values; a removed one is read by none", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* logOf(tenant)
+          const updated = yield* records.update(tenant, "request", "req_0003", { ...entry(3, "crd_b", "success").data }, { expectedRevision: 1 })
+          expect(updated.revision).toBe(2)
+          expect(yield* Effect.flip(records.update(tenant, "request", "req_0003", {}, { expectedRevision: 1 }))).toEqual(new RevisionConflict({ current: 2 }))
+          const ofCredential = (credential: string) =>
+            Effect.map(records.list(tenant, "request", { where: [{ field: "credential_id", op: "eq", value: credential }], sort: byId, limit: 10 }), ids)
+          expect(yield* ofCredential("crd_a")).toEqual(["req_0001", "req_0005"])
+          expect(yield* ofCredential("crd_b")).toEqual(["req_0002", "req_0003", "req_0004"])
+          expect(yield* records.remove(tenant, "request", "req_0002")).toBe(true)
+          expect(yield* records.remove(tenant, "request", "req_0002")).toBe(false)
+          expect(yield* ofCredential("crd_b")).toEqual(["req_0003", "req_0004"])
+          expect(yield* records.count(tenant, "request", [], [])).toEqual([{ key: [], count: 4 }])
+        }))
+
+      it.effect("retention removes the oldest up to its limit, from every read; a purge keeps the log only if asked to", () =>
+        Effect.gen(function* () {
+          const records = yield* Records
+          const tenant = newTenant()
+          yield* logOf(tenant, 1980)
+          expect(yield* records.prune("request", "created_at", "1980-01-03T00:00:00.000Z", 1)).toBe(1)
+          expect(yield* records.prune("request", "created_at", "1980-01-03T00:00:00.000Z", 10)).toBe(1)
+          expect(yield* records.prune("request", "created_at", "1980-01-03T00:00:00.000Z", 10)).toBe(0)
+          expect(ids(yield* records.list(tenant, "request", { where: [], sort: byId, limit: 10 }))).toEqual(["req_0003", "req_0004", "req_0005"])
+          expect(ids(yield* records.list(tenant, "request", { where: [{ field: "outcome", op: "eq", value: "client_error" }], sort: byId, limit: 10 }))).toEqual([
+            "req_0003"
+          ])
+          expect(yield* records.get(tenant, "request", "req_0001")).toBeUndefined()
+          yield* records.purge(tenant, ["request"])
+          expect(yield* records.count(tenant, "request", [], [])).toEqual([{ key: [], count: 3 }])
+          expect(yield* records.purge(tenant, [])).toBe(3)
+          expect(yield* records.count(tenant, "request", [], [])).toEqual([{ key: [], count: 0 }])
+        }))
+    })
+
+    /**
      * Records of the append-only streams (audit entries, events: core's `streamTypes`) written by
      * a unit of work: PostgreSQL sends them together, late (with the unit's last statement);
      * every read of their type inside the unit sees them, and they commit and roll back with it.
