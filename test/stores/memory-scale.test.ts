@@ -56,7 +56,7 @@ describe("memory store: no lock shared by tenants", () => {
           })
         )
         // A's tenant, another type: another bucket, no wait either.
-        yield* records.insert(tenantA, "request", "req_1", {})
+        yield* records.insert(tenantA, "visit", "vis_1", {})
       })
       const first = yield* Effect.race(
         Effect.as(b, "B committed" as const),
@@ -470,20 +470,20 @@ describe("memory store: ordered indexes", () => {
       const uow = yield* UnitOfWork
       const stamp = (i: number) => `2024-01-${String(1 + (i % 28)).padStart(2, "0")}T00:00:00Z`
       yield* uow.transaction(Effect.forEach(Array.from({ length: 20_000 }, (_, i) => i), (i) =>
-        records.insert(tenantA, "request", `req_${i}`, { created_at: stamp(i) }), { discard: true }))
-      yield* records.insert(tenantB, "request", "req_b_old", { created_at: "2023-12-31T00:00:00Z" })
-      yield* records.insert(tenantB, "request", "req_b_new", { created_at: "2025-01-01T00:00:00Z" })
-      yield* records.insert(tenantB, "request", "req_b_null", { created_at: null })
+        records.insert(tenantA, "visit", `vis_${i}`, { created_at: stamp(i) }), { discard: true }))
+      yield* records.insert(tenantB, "visit", "vis_b_old", { created_at: "2023-12-31T00:00:00Z" })
+      yield* records.insert(tenantB, "visit", "vis_b_new", { created_at: "2025-01-01T00:00:00Z" })
+      yield* records.insert(tenantB, "visit", "vis_b_null", { created_at: null })
       yield* records.insert(tenantB, "audit", "aud_old", { created_at: "2000-01-01T00:00:00Z" })
-      yield* records.prune("request", "created_at", "2000-01-01T00:00:00Z", 1_000_000) // builds the index
+      yield* records.prune("visit", "created_at", "2000-01-01T00:00:00Z", 1_000_000) // builds the index
       const before = instrumentation.visited
-      const removed = yield* records.prune("request", "created_at", "2024-01-02T00:00:00Z", 1_000_000)
+      const removed = yield* records.prune("visit", "created_at", "2024-01-02T00:00:00Z", 1_000_000)
       const expectedRemoved = Array.from({ length: 20_000 }, (_, i) => i).filter((i) => i % 28 === 0).length + 1
       expect(removed).toBe(expectedRemoved)
       expect(instrumentation.visited - before).toBeLessThan(expectedRemoved + 100)
-      expect(yield* records.get(tenantB, "request", "req_b_new")).toBeDefined()
-      expect(yield* records.get(tenantB, "request", "req_b_null")).toBeDefined()
+      expect(yield* records.get(tenantB, "visit", "vis_b_new")).toBeDefined()
+      expect(yield* records.get(tenantB, "visit", "vis_b_null")).toBeDefined()
       expect(yield* records.get(tenantB, "audit", "aud_old")).toBeDefined()
-      expect((yield* records.count(tenantA, "request", [], []))[0]?.count).toBe(20_000 - expectedRemoved + 1)
+      expect((yield* records.count(tenantA, "visit", [], []))[0]?.count).toBe(20_000 - expectedRemoved + 1)
     }).pipe(Effect.provide(MemoryStore)), 60_000)
 })

@@ -309,7 +309,7 @@ describe("memory store: search index", () => {
     Effect.gen(function* () {
       const records = yield* Records
       for (let i = 0; i < 100; i++) {
-        yield* records.insert(tenantA, "request", `req_${String(i).padStart(3, "0")}`, {
+        yield* records.insert(tenantA, "visit", `vis_${String(i).padStart(3, "0")}`, {
           path: `/products/prod_${i}`,
           created_at: `2024-01-${String(1 + (i % 28)).padStart(2, "0")}T00:00:00Z`
         })
@@ -319,14 +319,14 @@ describe("memory store: search index", () => {
         sort: { field: "id", kind: "text", direction: "asc" },
         limit: 50
       }
-      expect(yield* records.list(tenantA, "request", q)).toHaveLength(11)
-      const removed = yield* records.prune("request", "created_at", "2024-01-02T00:00:00Z", 1_000)
+      expect(yield* records.list(tenantA, "visit", q)).toHaveLength(11)
+      const removed = yield* records.prune("visit", "created_at", "2024-01-02T00:00:00Z", 1_000)
       expect(removed).toBe(4)
-      const left = yield* records.list(tenantA, "request", q)
+      const left = yield* records.list(tenantA, "visit", q)
       expect(ids(left)).toEqual(
-        ["req_002", "req_020", "req_021", "req_022", "req_023", "req_024", "req_025", "req_026", "req_027", "req_029"]
+        ["vis_002", "vis_020", "vis_021", "vis_022", "vis_023", "vis_024", "vis_025", "vis_026", "vis_027", "vis_029"]
       )
-    }).pipe(Effect.provide(memoryStore([{ kind: "search", type: "request", scope: "tenant", field: "path" }]))))
+    }).pipe(Effect.provide(memoryStore([{ kind: "search", type: "visit", scope: "tenant", field: "path" }]))))
 })
 
 describe("memory store: q at scale", () => {

@@ -41,6 +41,27 @@ const byId: SortSpec = { field: "id", kind: "text", direction: "asc" }
 const range = (n: number) => Array.from({ length: n }, (_, i) => i)
 
 layer(StoresLive, { excludeTestServices: true, timeout: "60 seconds" })("PgStore", (it) => {
+  describe("Records: findUniqueWithAccount", () => {
+    it.effect("the record of a key and its account's home record, in one read; none, or no account, as findUnique and get would say", () =>
+      Effect.gen(function*() {
+        const records = yield* Records
+        const tenant = newTenant("sandbox")
+        const owner = { type: "account", environment: "production" } as const
+        const key = { name: "secret_hash", value: `h-${tenant.accountId}`, global: true } as const
+        yield* records.insert(tenant, "credential", "crd_1", { name: "one" }, [key])
+        const found = yield* records.findUniqueWithAccount!("global", "credential", key, owner)
+        expect(found?.record).toMatchObject({ id: "crd_1", tenant, data: { name: "one" } })
+        expect(found?.account).toBeUndefined()
+        // Its account at home (production), not in the credential's own environment.
+        yield* records.insert({ ...tenant, environment: "sandbox" }, "account", tenant.accountId, { status: "wrong place" })
+        yield* records.insert({ ...tenant, environment: "production" }, "account", tenant.accountId, { status: "active" })
+        const again = yield* records.findUniqueWithAccount!("global", "credential", key, owner)
+        expect(again?.account).toEqual(yield* records.get({ ...tenant, environment: "production" }, "account", tenant.accountId))
+        expect(yield* records.findUniqueWithAccount!("global", "credential", { name: "secret_hash", value: "nobody" }, owner)).toBeUndefined()
+        expect(yield* records.findUniqueWithAccount!(tenant, "credential", key, owner)).toBeUndefined()
+      }))
+  })
+
   describe("Records: SQL", () => {
     // Bytewise order, values of another kind than the field's, JSON null and missing values.
     const fixture: ReadonlyArray<readonly [string, Record<string, string | number | boolean | null>]> = [

@@ -9,6 +9,7 @@ import type { Fragment, Statement } from "@effect/sql/Statement"
 import {
   type AggregateQuery,
   type AggregateRow,
+  type Environment,
   type GroupCount,
   type Json,
   type JsonObject,
@@ -482,6 +483,35 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
     return rows[0] === undefined ? undefined : toRecord(rows[0])
   })
 
+  // The record of a key and its account's, joined on the account's primary key: one round trip.
+  const findUniqueWithAccount = Effect.fnUntraced(function*(
+    tenant: Tenant | "global",
+    type: string,
+    key: { readonly name: string; readonly value: string },
+    owner: { readonly type: string; readonly environment: Environment }
+  ) {
+    yield* sendAppends(type)
+    const rows = yield* unavailable(sql<RecordRow & { readonly account_revision: number | null; readonly account_data: JsonObject | null }>`${prepared}
+      SELECT r.account_id, r.environment, r.type, r.id, r.revision, r.data, a.revision AS account_revision, a.data AS account_data
+      FROM record_keys k
+      JOIN records r USING (account_id, environment, type, id)
+      LEFT JOIN records a
+        ON a.account_id = r.account_id AND a.environment = ${owner.environment} AND ${ofType(owner.type, "a")} AND a.id = r.account_id
+      WHERE ${keyLookup(tenant)} AND k.type = ${type} AND ${ofType(type, "r")} AND k.name = ${key.name} AND k.value = ${key.value}`)
+    const row = rows[0]
+    if (row === undefined) return undefined
+    const account: StoredRecord | undefined = row.account_data === null
+      ? undefined
+      : {
+        type: owner.type,
+        id: row.account_id,
+        tenant: { accountId: row.account_id, environment: owner.environment },
+        revision: toNumber(row.account_revision),
+        data: row.account_data
+      }
+    return { record: toRecord(row), account }
+  })
+
   const insert = Effect.fnUntraced(function*(
     tenant: Tenant,
     type: string,
@@ -759,5 +789,5 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
     return toNumber(rows[0]?.count ?? 0)
   })
 
-  return { groupCommit: true, get, getMany, findUnique, insert, insertMany, update, remove, increment, list, count, aggregate, scan, purge, prune }
+  return { groupCommit: true, get, getMany, findUnique, findUniqueWithAccount, insert, insertMany, update, remove, increment, list, count, aggregate, scan, purge, prune }
 }

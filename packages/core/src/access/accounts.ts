@@ -17,7 +17,10 @@ export const ACCOUNT_TYPE = "account"
 /** `active`; `blocked` (403 `instance_blocked`); `unavailable` (403 `instance_unavailable`). */
 export type AccountStatus = "active" | "blocked" | "unavailable"
 
-export const accountHome = (accountId: string): Tenant => ({ accountId, environment: "production" })
+/** The environment an account's own record lives in (its home). */
+export const ACCOUNT_HOME_ENVIRONMENT: Environment = "production"
+
+export const accountHome = (accountId: string): Tenant => ({ accountId, environment: ACCOUNT_HOME_ENVIRONMENT })
 
 export const loadAccount = (accountId: string) =>
   Effect.flatMap(Records, (records) => records.get(accountHome(accountId), ACCOUNT_TYPE, accountId))

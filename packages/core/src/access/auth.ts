@@ -7,7 +7,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { type ApiError, apiError, readUnavailable } from "../errors/errors.js"
 import { Crypto } from "../ports/crypto.js"
 import { Records, type StoredRecord, type StoreUnavailable, type Tenant } from "../ports/store.js"
-import { ACCOUNT_TYPE, accountHome } from "./accounts.js"
+import { ACCOUNT_HOME_ENVIRONMENT, ACCOUNT_TYPE, accountHome } from "./accounts.js"
 import type { CallerInfo } from "./context.js"
 import { credentialGrant, CREDENTIAL_TYPE, effectiveStatus, SECRET_HASH_KEY, secretPattern } from "./credentials.js"
 import { CapabilityCatalog, type CapabilityCatalogShape } from "./policies.js"
@@ -50,36 +50,52 @@ export const bearerOf = (header: string): string | undefined => {
 
 const looksLikeJwt = (token: string): boolean => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)
 
+/** A credential found by its secret, with its account when the store read both at once (`findUniqueWithAccount`). */
+interface FoundCredential {
+  readonly credential: StoredRecord
+  /** Absent: not read yet; `undefined` inside: read, and there is none. */
+  readonly account?: { readonly record: StoredRecord | undefined }
+}
+
+/** The credential holding `key` (a secret's hash), with its account where the store joins them. */
+const credentialByKey = (name: string, hash: string): Effect.Effect<FoundCredential | undefined, ApiError<"credential_state_unverifiable">, Records> =>
+  Effect.flatMap(Records, (records) => {
+    const key = { name, value: hash }
+    const read = records.findUniqueWithAccount === undefined
+      ? Effect.map(records.findUnique("global", CREDENTIAL_TYPE, key), (credential) => credential && { credential })
+      : Effect.map(
+        records.findUniqueWithAccount("global", CREDENTIAL_TYPE, key, { type: ACCOUNT_TYPE, environment: ACCOUNT_HOME_ENVIRONMENT }),
+        (found) => found && { credential: found.record, account: { record: found.account } }
+      )
+    return Effect.mapError(read, readUnavailable)
+  })
+
 /** Find the credential of a secret: the current one, or a rotated-out one still in its grace period. */
 const credentialOfSecret = Effect.fnUntraced(function* (secret: string) {
   if (!secretPattern.test(secret)) return yield* Effect.fail(apiError("unauthenticated"))
   const crypto = yield* Crypto
-  const records = yield* Records
   const now = yield* Clock.currentTimeMillis
   const hash = crypto.hashSecret(secret)
-  const current = yield* records
-    .findUnique("global", CREDENTIAL_TYPE, { name: SECRET_HASH_KEY, value: hash })
-    .pipe(Effect.mapError(readUnavailable))
+  const current = yield* credentialByKey(SECRET_HASH_KEY, hash)
   if (current) return current
-  const previous = yield* records
-    .findUnique("global", CREDENTIAL_TYPE, { name: "previous_" + SECRET_HASH_KEY, value: hash })
-    .pipe(Effect.mapError(readUnavailable))
-  const graceUntil = previous?.data.previous_secret_valid_until
+  const previous = yield* credentialByKey("previous_" + SECRET_HASH_KEY, hash)
+  const graceUntil = previous?.credential.data.previous_secret_valid_until
   if (previous && typeof graceUntil === "string" && Date.parse(graceUntil) > now) return previous
   return yield* Effect.fail(apiError("unauthenticated"))
 })
 
-/** §5.1: the credential's own state, then its account's. */
-const checkCredentialState = Effect.fnUntraced(function* (credential: StoredRecord) {
+/** §5.1: the credential's own state, then its account's (read now, unless read with the credential). */
+const checkCredentialState = Effect.fnUntraced(function* ({ account: read, credential }: FoundCredential) {
   const now = yield* Clock.currentTimeMillis
   const status = effectiveStatus(credential.data, now)
   if (status === "revoked") return yield* Effect.fail(apiError("credential_revoked"))
   if (status === "suspended") return yield* Effect.fail(apiError("credential_suspended"))
   if (status === "expired") return yield* Effect.fail(apiError("credential_expired"))
-  const records = yield* Records
-  const account = yield* records
-    .get(accountHome(credential.tenant.accountId), ACCOUNT_TYPE, credential.tenant.accountId)
-    .pipe(Effect.mapError(readUnavailable))
+  const account = read !== undefined
+    ? read.record
+    : yield* Effect.flatMap(Records, (records) => records.get(accountHome(credential.tenant.accountId), ACCOUNT_TYPE, credential.tenant.accountId)).pipe(
+      Effect.mapError(readUnavailable)
+    )
   if (!account || account.data.status === "blocked") return yield* Effect.fail(apiError("instance_blocked"))
   if (account.data.status !== "active") return yield* Effect.fail(apiError("instance_unavailable"))
 })
@@ -132,8 +148,9 @@ export const authenticate = (
       // Autonomous mode.
       const secret = authorization === undefined ? undefined : bearerOf(authorization)
       if (secret === undefined) return yield* Effect.fail(apiError("unauthenticated"))
-      const credential = yield* credentialOfSecret(secret)
-      yield* checkCredentialState(credential)
+      const found = yield* credentialOfSecret(secret)
+      yield* checkCredentialState(found)
+      const { credential } = found
       if (credential.data.auth_mode === "human_required") {
         return yield* Effect.fail(apiError("human_context_required", { reason: "credential_requires_human_mode" }))
       }
@@ -141,8 +158,9 @@ export const authenticate = (
     }
 
     // Human mode, in the order of §5.3.
-    const credential = yield* credentialOfSecret(apiKey.trim())
-    yield* checkCredentialState(credential)
+    const found = yield* credentialOfSecret(apiKey.trim())
+    yield* checkCredentialState(found)
+    const { credential } = found
     if (credential.data.auth_mode === "autonomous") return yield* Effect.fail(apiError("human_mode_not_allowed"))
     const token = authorization === undefined ? undefined : bearerOf(authorization)
     // `X-API-Key` asks for human mode: what is missing is the administrator's token (the

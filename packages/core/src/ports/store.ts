@@ -184,6 +184,19 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
       key: { readonly name: string; readonly value: string }
     ) => Effect.Effect<StoredRecord | undefined, StoreUnavailable>
     /**
+     * `findUnique`, and the record of its account in the same read where the store can join them
+     * (PostgreSQL: one round trip instead of two): the record of `owner.type` whose ID is the
+     * found record's account, in that account's `owner.environment`. Authentication's read of a
+     * credential by its secret, with the account whose state it checks. A store without it is
+     * asked for both in turn.
+     */
+    readonly findUniqueWithAccount?: (
+      tenant: Tenant | "global",
+      type: string,
+      key: { readonly name: string; readonly value: string },
+      owner: { readonly type: string; readonly environment: Environment }
+    ) => Effect.Effect<{ readonly record: StoredRecord; readonly account: StoredRecord | undefined } | undefined, StoreUnavailable>
+    /**
      * A new record at revision 1; an ID or a key already held fails with `UniqueViolation`.
      * A record of an append-only stream (`streamTypes`: request log, audit entries, events,
      * webhook attempts; IDs made by `Ids`, never taken) may be stored late inside a unit of work,
@@ -263,7 +276,10 @@ export class Records extends Context.Tag("@syllabus/core/Records")<
     /**
      * Remove, across all tenants, at most `limit` records of `type` whose `field` (a timestamp)
      * is below `before` (retention, in bounded batches). Answers how many it removed: fewer
-     * than `limit` means none is left.
+     * than `limit` means none is left. Of an append-only stream (`streamTypes`) by its creation
+     * time, a store may keep a record past the bound until the records created before it go
+     * (PostgreSQL drops whole weeks, the memory store's request log takes its oldest from the
+     * front): every read of a stream hides what is past its time.
      */
     readonly prune: (
       type: string,
