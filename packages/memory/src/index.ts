@@ -7,7 +7,7 @@ import { type AccessPath, accessPaths, Idempotency, keepingFigures, keptFigures,
 import { indexesOfPath } from "./bucket.js"
 import { makeIdempotency } from "./idempotency.js"
 import { makeRateLimitStore } from "./rate-limit.js"
-import { logFields, makeLog } from "./log.js"
+import { logFields, makeLog, withLog } from "./log.js"
 import { makeRecords } from "./records.js"
 import { makeStore } from "./state.js"
 
@@ -27,7 +27,7 @@ export const memoryStore = (
     const store = yield* makeStore(paths.flatMap((path) => indexesOfPath(path).map((spec) => ({ type: path.type, spec }))))
     const rateLimits = yield* makeRateLimitStore
     // Every write of a counted type keeps its figures (core's `keptFigures()`), in its unit of work.
-    return Context.make(Records, keepingFigures(makeRecords(store, makeLog(logFields(paths))), store.join, keptFigures())).pipe(
+    return Context.make(Records, keepingFigures(withLog(makeRecords(store), makeLog(logFields(paths))), store.join, keptFigures())).pipe(
       Context.add(UnitOfWork, UnitOfWork.of({ transaction: store.transaction, join: store.join })),
       Context.add(Idempotency, makeIdempotency(store)),
       Context.add(RateLimitStore, rateLimits)

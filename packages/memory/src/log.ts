@@ -12,11 +12,13 @@
  * are. Its writes apply at once, outside any unit of work, as PostgreSQL's group commits of the
  * log do: a unit of work never writes the log, and rolling one back does not take back a call.
  */
+import { Effect } from "effect"
 import {
   type AccessPath,
   type AggregateQuery,
   type JsonObject,
   type ListQuery,
+  Records,
   REQUEST_TYPE,
   RevisionConflict,
   type StoredRecord,
@@ -307,3 +309,50 @@ export const makeLog = (fields: ReadonlyArray<string>) => {
 }
 
 export type Log = ReturnType<typeof makeLog>
+
+/** The log keeps no unique keys: a write giving it some is a mistake of ours. */
+const keyless = (type: string) => Effect.dieMessage(`memory store: records of ${type} are kept in a log, without unique keys`)
+
+/** `records` (the buckets), with the types the log keeps (`isLogged`) read and written in `log` instead. */
+export const withLog = (records: Records["Type"], log: Log): Records["Type"] =>
+  Records.of({
+    ...records,
+    get: (tenant, type, id) => (isLogged(type) ? Effect.sync(() => log.get(tenant, id)) : records.get(tenant, type, id)),
+    getMany: (tenant, type, ids) => (isLogged(type) ? Effect.sync(() => log.getMany(tenant, ids)) : records.getMany(tenant, type, ids)),
+    findUnique: (tenant, type, key) => (isLogged(type) ? Effect.succeed(undefined) : records.findUnique(tenant, type, key)),
+    insert: (tenant, type, id, data, uniques) => {
+      if (!isLogged(type)) return records.insert(tenant, type, id, data, uniques)
+      if (uniques !== undefined && uniques.length > 0) return keyless(type)
+      return Effect.suspend(() => {
+        const stored = log.insert(tenant, [{ id, data }])
+        return stored instanceof UniqueViolation ? Effect.fail(stored) : Effect.succeed(stored[0]!)
+      })
+    },
+    insertMany: (tenant, type, rows) =>
+      isLogged(type)
+        ? Effect.suspend(() => {
+          const stored = log.insert(tenant, rows)
+          return stored instanceof UniqueViolation ? Effect.fail(stored) : Effect.succeed(stored)
+        })
+        : records.insertMany(tenant, type, rows),
+    update: (tenant, type, id, data, options) => {
+      if (!isLogged(type)) return records.update(tenant, type, id, data, options)
+      if (options?.uniques !== undefined && options.uniques.length > 0) return keyless(type)
+      return Effect.suspend(() => {
+        const updated = log.update(tenant, id, data, options?.expectedRevision)
+        return updated instanceof RevisionConflict ? Effect.fail(updated) : Effect.succeed(updated)
+      })
+    },
+    remove: (tenant, type, id) => (isLogged(type) ? Effect.sync(() => log.remove(tenant, id)) : records.remove(tenant, type, id)),
+    increment: (tenant, type, id, fields, deltas) =>
+      isLogged(type) ? Effect.sync(() => log.increment(tenant, id, fields, deltas)) : records.increment(tenant, type, id, fields, deltas),
+    list: (tenant, type, query) => (isLogged(type) ? Effect.sync(() => log.list(tenant, query)) : records.list(tenant, type, query)),
+    count: (tenant, type, where, groupBy) =>
+      isLogged(type) ? Effect.sync(() => log.count(tenant, where, groupBy)) : records.count(tenant, type, where, groupBy),
+    aggregate: (tenant, type, query) => (isLogged(type) ? Effect.sync(() => log.aggregate(tenant, query)) : records.aggregate(tenant, type, query)),
+    scan: (type, where, limit) => (isLogged(type) ? Effect.sync(() => log.scan(where, limit)) : records.scan(type, where, limit)),
+    purge: (tenant, keepTypes) =>
+      Effect.map(records.purge(tenant, keepTypes), (removed) => removed + (keepTypes.some(isLogged) ? 0 : log.purge(tenant))),
+    prune: (type, field, before, limit) => (isLogged(type) ? Effect.sync(() => log.prune(field, before, limit)) : records.prune(type, field, before, limit))
+  })
+

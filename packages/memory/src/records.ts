@@ -32,7 +32,6 @@ import {
 } from "./bucket.js"
 import * as Query from "./query.js"
 import { type GlobalKeys, type Store, uniqueIndexKey } from "./state.js"
-import { isLogged, type Log } from "./log.js"
 import { frozenCopy } from "./values.js"
 
 const byId = { field: "id", kind: "text", direction: "asc" } as const
@@ -83,18 +82,12 @@ const walkOrder = (where: ReadonlyArray<Where>): { readonly field: string; reado
   return { field: range.field, kind: typeof range.value === "number" ? "number" : "text", direction: "asc" }
 }
 
-/** The request log keeps no unique keys (`log.ts`): a write giving it some is a mistake of ours. */
-const keylessLog = (type: string) => Effect.dieMessage(`memory store: records of ${type} are kept in a log, without unique keys`)
-
-/** `Records` on `store`'s buckets, and on `log` for the types it keeps (`isLogged`: the request log). */
-export const makeRecords = (store: Store, log: Log): Records["Type"] => {
+export const makeRecords = (store: Store): Records["Type"] => {
   const get = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {
-    if (isLogged(type)) return log.get(tenant, id)
     return lookup(yield* store.bucket(tenant, type), id)?.record
   })
 
   const getMany = Effect.fnUntraced(function* (tenant: Tenant, type: string, ids: ReadonlyArray<string>) {
-    if (isLogged(type)) return log.getMany(tenant, ids)
     const bucket = yield* store.bucket(tenant, type)
     return [...new Set(ids)].flatMap((id) => lookup(bucket, id)?.record ?? [])
   })
@@ -104,7 +97,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
     type: string,
     key: { readonly name: string; readonly value: string }
   ) {
-    if (isLogged(type)) return undefined
     if (tenant === "global") {
       const holder = yield* store.findGlobal(uniqueIndexKey("global", type, key))
       if (holder === undefined) return undefined
@@ -122,11 +114,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
     data: JsonObject,
     uniques: ReadonlyArray<UniqueKey> = []
   ) {
-    if (isLogged(type)) {
-      if (uniques.length > 0) return yield* keylessLog(type)
-      const stored = log.insert(tenant, [{ id, data }])
-      return stored instanceof UniqueViolation ? yield* Effect.fail(stored) : stored[0]!
-    }
     const entry: Entry = frozenCopy({
       record: { type, id, tenant: { accountId: tenant.accountId, environment: tenant.environment }, revision: 1, data },
       uniques
@@ -145,10 +132,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
     type: string,
     rows: ReadonlyArray<{ readonly id: string; readonly data: JsonObject }>
   ) {
-    if (isLogged(type)) {
-      const stored = log.insert(tenant, rows)
-      return stored instanceof UniqueViolation ? yield* Effect.fail(stored) : stored
-    }
     const entries: ReadonlyArray<Entry> = rows.map(({ data, id }) =>
       frozenCopy({
         record: { type, id, tenant: { accountId: tenant.accountId, environment: tenant.environment }, revision: 1, data },
@@ -175,11 +158,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
     data: JsonObject,
     options?: { readonly expectedRevision?: number | undefined; readonly uniques?: ReadonlyArray<UniqueKey> | undefined }
   ) {
-    if (isLogged(type)) {
-      if (options?.uniques !== undefined && options.uniques.length > 0) return yield* keylessLog(type)
-      const updated = log.update(tenant, id, data, options?.expectedRevision)
-      return updated instanceof RevisionConflict ? yield* Effect.fail(updated) : updated
-    }
     const newData = frozenCopy(data)
     const newUniques = options?.uniques === undefined ? undefined : frozenCopy(options.uniques)
     return yield* store.modify<StoredRecord, RevisionConflict | UniqueViolation>(tenant, type, (bucket, globals, edit) => {
@@ -200,7 +178,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
   })
 
   const remove = Effect.fnUntraced(function* (tenant: Tenant, type: string, id: string) {
-    if (isLogged(type)) return log.remove(tenant, id)
     return yield* store.modify<boolean, never>(tenant, type, (bucket, globals) => {
       const current = lookup(bucket, id)
       if (current === undefined) return Either.right([false, bucket] as const)
@@ -216,7 +193,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
     fields: JsonObject,
     deltas: Readonly<Record<string, number>>
   ) {
-    if (isLogged(type)) return log.increment(tenant, id, fields, deltas)
     return yield* store.modify<void, never>(tenant, type, (bucket, globals, edit) => {
       const current = lookup(bucket, id)
       const data: Record<string, Json> = { ...(current?.record.data ?? fields) }
@@ -244,7 +220,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
     pathOf(where, sort, (spec) => store.knows(type, spec))
 
   const list = Effect.fnUntraced(function* (tenant: Tenant, type: string, query: ListQuery) {
-    if (isLogged(type)) return log.list(tenant, query)
     const path = indexFor(type, query.where, query.sort)
     const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
     return bucket === undefined ? [] : page(bucket, query.where, query.sort, query.after, query.limit)
@@ -256,7 +231,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
     where: ReadonlyArray<Where>,
     groupBy: ReadonlyArray<string>
   ) {
-    if (isLogged(type)) return log.count(tenant, where, groupBy)
     const path = indexFor(type, where, byId)
     const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
     if (groupBy.length === 0) {
@@ -274,7 +248,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
   // bucket), folded into their groups as they come: an equality's index, or without one the
   // index of a range's field walked from its bound to the other (certificates of a period).
   const aggregate = Effect.fnUntraced(function* (tenant: Tenant, type: string, query: AggregateQuery) {
-    if (isLogged(type)) return log.aggregate(tenant, query)
     const order = walkOrder(query.where)
     const path = indexFor(type, query.where, order)
     const bucket = yield* store.bucket(tenant, type, path === undefined ? [] : [path])
@@ -291,7 +264,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
   // A scan bounded on a field its path orders by (due before now) reads each bucket from that
   // bound: the due records, not the whole group by id.
   const scan = Effect.fnUntraced(function* (type: string, where: ReadonlyArray<Where>, limit: number) {
-    if (isLogged(type)) return log.scan(where, limit)
     const bounded = where.find((w) => (w.op === "gt" || w.op === "gte" || w.op === "lt" || w.op === "lte") && w.field !== "id")
     const byBound =
       bounded === undefined || !("value" in bounded)
@@ -310,7 +282,7 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
   const purge = (tenant: Tenant, keepTypes: ReadonlyArray<string>) =>
     store.transaction(
       Effect.gen(function* () {
-        let removed = keepTypes.some(isLogged) ? 0 : log.purge(tenant)
+        let removed = 0
         for (const type of yield* store.typesOf(tenant)) {
           if (keepTypes.includes(type)) continue
           removed += yield* store.modify<number, never>(tenant, type, (bucket, globals) => {
@@ -325,7 +297,6 @@ export const makeRecords = (store: Store, log: Log): Records["Type"] => {
   // Bucket by bucket, each in a write of its own (outside a transaction): the index on `field`
   // gives the records to remove, oldest first, without reading the others.
   const prune = Effect.fnUntraced(function* (type: string, field: string, before: string, limit: number) {
-    if (isLogged(type)) return log.prune(field, before, limit)
     const path = specOf(undefined, { field, kind: "text" })
     let removed = 0
     for (const found of yield* store.bucketsOfType(type, [path])) {
