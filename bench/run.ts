@@ -33,6 +33,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from "node:os"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import { type RunningPgBouncer, startPgBouncer } from "../test/support/pgbouncer.js"
 import { freshDatabase } from "./pg.js"
 import { formatSummary, readProfile, summarize } from "./profile.js"
 import { BASELINE_PATH, builtChildArgv, type Experiment, isTracing, type ServerKind, type ServerMessage, type Tracing } from "./shared.js"
@@ -109,6 +110,8 @@ interface HttpScenario {
   readonly server: ServerKind
   /** Server processes on one database, loaded at once (PostgreSQL only); 1 unless given. */
   readonly processes?: number
+  /** PostgreSQL through a PgBouncer in transaction mode that the bench starts (issue 27). */
+  readonly pooled?: boolean
   /** The status of every answer; a mixed scenario's: one per request of its loop. */
   readonly expected: number | ReadonlyArray<number>
   /** What the requests need that the demo account lacks, made once before the probe (on the first process). */
@@ -213,6 +216,16 @@ const scenarios: ReadonlyArray<Scenario> = [
   },
   {
     kind: "http",
+    id: "current-pgbouncer-2proc",
+    title: "GET /credentials/current, PostgreSQL through PgBouncer (transaction mode), 2 server processes",
+    server: "postgresql",
+    processes: 2,
+    pooled: true,
+    expected: 200,
+    requests: getCurrent
+  },
+  {
+    kind: "http",
     id: "create-memory",
     title: "POST /credentials (idempotent), memory",
     server: "memory",
@@ -233,6 +246,16 @@ const scenarios: ReadonlyArray<Scenario> = [
     title: "POST /credentials (idempotent), PostgreSQL, 2 server processes",
     server: "postgresql",
     processes: 2,
+    expected: 201,
+    requests: createCredential
+  },
+  {
+    kind: "http",
+    id: "create-pgbouncer-2proc",
+    title: "POST /credentials (idempotent), PostgreSQL through PgBouncer (transaction mode), 2 server processes",
+    server: "postgresql",
+    processes: 2,
+    pooled: true,
     expected: 201,
     requests: createCredential
   },
@@ -263,6 +286,19 @@ const scenarios: ReadonlyArray<Scenario> = [
 const singleProcessOf: Record<string, string> = {
   "current-postgresql-2proc": "current-postgresql",
   "create-postgresql-2proc": "create-postgresql"
+}
+
+/** The direct scenario a pooled one is compared with. */
+const directOf: Record<string, string> = {
+  "current-pgbouncer-2proc": "current-postgresql-2proc",
+  "create-pgbouncer-2proc": "create-postgresql-2proc"
+}
+
+/** The PgBouncer of the pooled scenarios, started once for the run (`pooler`), stopped at its end. */
+let pgbouncer: RunningPgBouncer | undefined
+const pooler = async (): Promise<RunningPgBouncer> => {
+  pgbouncer ??= await startPgBouncer(process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test", { poolSize: 20 })
+  return pgbouncer
 }
 
 const selected = (() => {
@@ -300,13 +336,14 @@ const profileFiles = (scenario: HttpScenario): Array<string> =>
     : []
 
 /** Start one server child; with `joinDatabase`, on the database (and account) of another one. */
-const startServer = (scenario: HttpScenario, profile: string | undefined, joinDatabase?: string): Promise<RunningServer> =>
+const startServer = (scenario: HttpScenario, profile: string | undefined, joinDatabase?: string, pooledPort?: number): Promise<RunningServer> =>
   new Promise((resolvePromise, reject) => {
     // Source maps only when profiling: they map the profile back to the TypeScript sources.
     const execArgv = [...builtChildArgv(), ...(profile ? ["--enable-source-maps"] : [])]
     const args = [scenario.server, "--tracing", settings.tracing, "--experiment", settings.experiment]
     if (profile) args.push("--profile", profile)
     if (joinDatabase !== undefined) args.push("--join-database", joinDatabase)
+    if (pooledPort !== undefined) args.push("--pgbouncer-port", String(pooledPort))
     const child = fork(serverScript, args, { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] })
     const exited = new Promise<void>((done) => child.once("exit", () => done()))
     const onExit = (code: number | null) => reject(new Error(`server ${scenario.server} exited (${code}) before it was ready`))
@@ -364,12 +401,13 @@ const stopServers = async (servers: ReadonlyArray<RunningServer>): Promise<Array
 /** The scenario's server processes: the first creates the database and the account, the others join it. */
 const startServers = async (scenario: HttpScenario): Promise<Array<RunningServer>> => {
   const profiles = profileFiles(scenario)
-  const first = await startServer(scenario, profiles[0])
+  const port = scenario.pooled ? (await pooler()).port : undefined
+  const first = await startServer(scenario, profiles[0], undefined, port)
   const servers = [first]
   try {
     for (let i = 1; i < processCount(scenario); i++) {
       if (first.database === null) throw new Error(`${scenario.id}: several processes need a PostgreSQL server`)
-      servers.push(await startServer(scenario, profiles[i], first.database))
+      servers.push(await startServer(scenario, profiles[i], first.database, port))
     }
   } catch (error) {
     await stopServers(servers)
@@ -765,6 +803,20 @@ const main = async () => {
           : "")
     )
   }
+
+  const pooledPairs = Object.entries(directOf).filter(([pooled, direct]) => http(pooled) && http(direct))
+  if (pooledPairs.length > 0) console.log("\nThrough PgBouncer in transaction mode, against direct connections (same run):")
+  for (const [pooledId, directId] of pooledPairs) {
+    const pooled = http(pooledId)!
+    const direct = http(directId)!
+    console.log(
+      `- ${pooledId}: ${rate(pooled)} = ${pct(pooled.requestsPerSecond / direct.requestsPerSecond)} of ${directId}'s ${rate(direct)}` +
+        (pooled.serverCpuMicrosPerRequest && direct.serverCpuMicrosPerRequest
+          ? `; server CPU ${fmt(pooled.serverCpuMicrosPerRequest)} µs/req against ${fmt(direct.serverCpuMicrosPerRequest)}`
+          : "")
+    )
+  }
+  await pgbouncer?.stop()
 
   if (settings.cpuProf) {
     for (const scenario of selected) {

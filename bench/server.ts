@@ -4,7 +4,7 @@
  *
  *   node --import tsx bench/server.ts <raw | effect | memory | postgresql>
  *     [--tracing shipped|on|http-off|off] [--experiment none|skip-request-log] [--profile file]
- *     [--join-database name]
+ *     [--join-database name] [--pgbouncer-port port]
  *
  * It listens on 127.0.0.1 (a free port), then sends `{ type: "ready", port, secret }` over
  * the IPC channel. On `{ type: "stop" }` (or when the parent goes away) it closes the
@@ -25,6 +25,9 @@
  * a first one: it neither creates nor drops the database and opens no account (its `ready`
  * carries no secret). The first process's secret works on it, since the server keys that hash
  * secrets are kept in the store and shared by every process on one database.
+ *
+ * `--pgbouncer-port <port>` (postgresql only): the store goes through the PgBouncer (transaction
+ * mode) listening there, with `LISTEN` and the migrations on the direct connection (issue 27).
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
@@ -46,6 +49,14 @@ import { databaseUrl, freshDatabase } from "./pg.js"
 import { BASELINE_BODY, BASELINE_PATH, type ServerKind, type Experiment, isTracing, type ServerMessage, type Tracing } from "./shared.js"
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void
+
+/** `url` on 127.0.0.1:`port` (a pooler in front of its server). */
+const throughPort = (url: string, port: number): string => {
+  const through = new URL(url)
+  through.hostname = "127.0.0.1"
+  through.port = String(port)
+  return through.toString()
+}
 
 interface Built {
   readonly listener: Listener
@@ -134,7 +145,8 @@ const syllabusServer = async (
   store: "memory" | "postgresql",
   tracing: Tracing,
   experiment: Experiment,
-  joinDatabase: string | undefined
+  joinDatabase: string | undefined,
+  pgbouncerPort: number | undefined
 ): Promise<Built> => {
   if (joinDatabase !== undefined && store !== "postgresql") throw new Error("--join-database needs the postgresql server")
   const scope = Effect.runSync(Scope.make())
@@ -147,8 +159,12 @@ const syllabusServer = async (
       : await Effect.runPromise(Scope.extend(freshDatabase, scope))
     database = name
     const pool = process.env["BENCH_PG_POOL"]
-    // The pool of the standalone server (`pgLayer(url)`, the driver's default size) unless told otherwise.
-    storeLayer = pgLayer(url, pool ? { maxConnections: Number(pool) } : {})
+    // The pool of the standalone server (`pgLayer(url)`, the driver's default size) unless told otherwise;
+    // through the bench's PgBouncer in transaction mode, with LISTEN and migrations on the direct URL.
+    const sized = pool ? { maxConnections: Number(pool) } : {}
+    storeLayer = pgbouncerPort === undefined
+      ? pgLayer(url, sized)
+      : pgLayer(throughPort(url, pgbouncerPort), { ...sized, pooler: "transaction", listenUrl: url })
   }
   const runtime = ManagedRuntime.make(
     syllabusLayer({
@@ -240,7 +256,8 @@ const main = async () => {
       tracing: { type: "string", default: "shipped" },
       profile: { type: "string" },
       experiment: { type: "string", default: "none" },
-      "join-database": { type: "string" }
+      "join-database": { type: "string" },
+      "pgbouncer-port": { type: "string" }
     }
   })
   const profiler = values.profile ? makeProfiler(values.profile) : undefined
@@ -262,7 +279,8 @@ const main = async () => {
               kind,
               tracing,
               values.experiment === "skip-request-log" ? "skip-request-log" : "none",
-              values["join-database"]
+              values["join-database"],
+              values["pgbouncer-port"] === undefined ? undefined : Number(values["pgbouncer-port"])
             )
             : (() => {
                 throw new Error(`unknown server kind: ${kind ?? "(none)"}`)

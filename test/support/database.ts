@@ -14,6 +14,8 @@ import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { TestProject } from "vitest/node"
+import { startPgBouncer } from "./pgbouncer.js"
+import { stores } from "./stores.js"
 
 export const localDatabaseUrl = "postgres://postgres@127.0.0.1:5432/test"
 
@@ -51,18 +53,31 @@ export const importWithoutExitHooks = async () => {
 declare module "vitest" {
   export interface ProvidedContext {
     databaseUrl: string
+    /** The port of the PgBouncer in front of it, when the suite runs the `pgbouncer` store (else 0). */
+    pgbouncerPort: number
   }
 }
 
 export default async function setup(project: TestProject) {
+  const stopServer = await startServer(project)
+  // The `pgbouncer` store's pooler, in front of whichever server was chosen.
+  const pgbouncer = stores.includes("pgbouncer") ? await startPgBouncer(project.getProvidedContext().databaseUrl) : undefined
+  project.provide("pgbouncerPort", pgbouncer?.port ?? 0)
+  return async () => {
+    await pgbouncer?.stop()
+    await stopServer?.()
+  }
+}
+
+const startServer = async (project: TestProject): Promise<(() => Promise<void>) | undefined> => {
   const configured = process.env["DATABASE_URL"]
   if (configured !== undefined && configured !== "") {
     project.provide("databaseUrl", configured)
-    return
+    return undefined
   }
   if (await answers("127.0.0.1", 5432)) {
     project.provide("databaseUrl", localDatabaseUrl)
-    return
+    return undefined
   }
   const EmbeddedPostgres = await importWithoutExitHooks()
   const dir = mkdtempSync(join(tmpdir(), "syllabus-pg-"))

@@ -28,9 +28,12 @@ import { join } from "node:path"
 import { Effect, Exit, Layer, type LogLevel, Logger, ManagedRuntime, Scope } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe } from "vitest"
+import { afterAll, beforeAll, describe, inject } from "vitest"
 import { AdjustableClock, type FaultyPort, Stalls, storageWithFaults, withFaults } from "@syllabus/testing"
 import { freshPgDatabase } from "./pg.js"
+import { type StoreName, stores } from "./stores.js"
+
+export { stores } from "./stores.js"
 
 // The operator's clock (`shift`: waits keep their real duration) and the port fault wrappers
 // are the ones the in-process double uses: one place for each.
@@ -60,9 +63,9 @@ export interface RequestOptions {
 }
 
 export interface Harness {
-  readonly store: "memory" | "postgresql"
+  readonly store: StoreName
   readonly baseUrl: string
-  /** PostgreSQL only: the database this server uses. */
+  /** PostgreSQL only: the database this server uses (its direct URL, with the `pgbouncer` store too). */
   readonly databaseUrl: string | undefined
   readonly account: OpenedAccount
   readonly live: string
@@ -149,8 +152,26 @@ export const listenLocalReceiver = async (server: import("node:net").Server, por
 let keyCounter = 0
 export const freshKey = (): string => `k-${process.pid}-${Date.now()}-${++keyCounter}`
 
+/**
+ * The PostgreSQL store on `databaseUrl`: directly, or (`pgbouncer`) through the suite's PgBouncer
+ * in transaction mode, with `LISTEN` and the migrations on the direct connection.
+ */
+const pgStoreLayer = (store: "postgresql" | "pgbouncer", databaseUrl: string, options: PgLayerOptions | undefined) =>
+  store === "pgbouncer"
+    ? pgLayer(throughPgBouncer(databaseUrl), { maxConnections: 20, pooler: "transaction", listenUrl: databaseUrl, ...options })
+    : pgLayer(databaseUrl, { maxConnections: 20, ...options })
+
+const throughPgBouncer = (databaseUrl: string): string => {
+  const port = inject("pgbouncerPort")
+  if (!port) throw new Error("the pgbouncer store runs only when the global setup started PgBouncer (SYLLABUS_TEST_STORES names it, or is unset)")
+  const through = new URL(databaseUrl)
+  through.hostname = "127.0.0.1"
+  through.port = String(port)
+  return through.toString()
+}
+
 export const startHarness = async (
-  store: "memory" | "postgresql",
+  store: StoreName,
   options: HarnessOptions = {}
 ): Promise<Harness> => {
   const scope = Effect.runSync(Scope.make())
@@ -159,7 +180,7 @@ export const startHarness = async (
       ? undefined
       : (options.databaseUrl ?? (await Effect.runPromise(Scope.extend(freshPgDatabase, scope))).url)
   const storeLayer: Layer.Layer<StoreServices, unknown> =
-    databaseUrl === undefined ? MemoryStore : pgLayer(databaseUrl, { maxConnections: 20, ...options.pg })
+    databaseUrl === undefined || store === "memory" ? MemoryStore : pgStoreLayer(store, databaseUrl, options.pg)
   const clock = new AdjustableClock()
   const failing = new Set<FaultyPort>()
   const stalled = new Stalls()
@@ -297,17 +318,6 @@ export const startHarness = async (
 }
 
 const lower = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]))
-
-const allStores = ["memory", "postgresql"] as const
-
-/**
- * The stores the suite runs on: both, unless `SYLLABUS_TEST_STORES` names some (comma-separated,
- * e.g. `memory`), as mutation testing does (`pnpm mutate`, docs/mutation-testing.md) to halve
- * each run; the full suite and CI always run both.
- */
-const onlyStores = process.env["SYLLABUS_TEST_STORES"]?.split(",").filter((name) => name !== "") ?? []
-export const stores: ReadonlyArray<(typeof allStores)[number]> =
-  onlyStores.length === 0 ? allStores : allStores.filter((store) => onlyStores.includes(store))
 
 /**
  * Run a block of contract tests once per store, each on its own server (and, on

@@ -18,7 +18,7 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { ChangeRelay, type RelayedChange, type Tenant } from "@syllabus/core"
 import { randomUUID } from "node:crypto"
-import { Clock, Effect, Layer, Stream } from "effect"
+import { Clock, Context, Effect, Layer, Option, Stream } from "effect"
 
 export const CHANGE_CHANNEL = "syllabus_changes"
 /** PostgreSQL refuses payloads of 8000 bytes or more. */
@@ -84,10 +84,18 @@ export const encodeChangePayloads = (process: string, tenants: ReadonlyArray<Ten
   return payloads
 }
 
-/** The relay on the `PgClient` of the context (its pool notifies; `listen` holds a connection of its own). */
+/**
+ * The client whose `listen` the relay uses, when it is not the pool's: behind a pooler in
+ * transaction mode, `LISTEN` needs a session of its own, straight to PostgreSQL (`pgLayer`'s
+ * `listenUrl`). Notifications still go through the pool: `pg_notify` is a statement like any.
+ */
+export class ListenClient extends Context.Tag("@syllabus/pg/ListenClient")<ListenClient, PgClient.PgClient>() {}
+
+/** The relay on the `PgClient` of the context (its pool notifies; `listen` holds a connection of its own, of `ListenClient` when given). */
 export const makePgChangeRelay = (options: PgChangeRelayOptions = {}) =>
   Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
+    const listener = Option.getOrElse(yield* Effect.serviceOption(ListenClient), () => sql)
     const channel = options.channel ?? CHANGE_CHANNEL
     const heartbeatMs = options.heartbeatMs ?? 2000
     const initialMs = options.reconnect?.initialMs ?? 100
@@ -131,7 +139,7 @@ export const makePgChangeRelay = (options: PgChangeRelayOptions = {}) =>
             emit({ _tag: "Missed" })
             return Effect.logInfo("change relay: listening again")
           })
-        const listening = sql.listen(channel).pipe(Stream.runForEach(hear))
+        const listening = listener.listen(channel).pipe(Stream.runForEach(hear))
         // A ping on a pool that cannot reach the database must not hold the watchdog up.
         const pingSelf = notify([ping]).pipe(Effect.timeout(heartbeatMs), Effect.ignore)
         // Until it hears itself, a new subscription pings often (its LISTEN may not be in

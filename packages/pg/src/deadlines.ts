@@ -58,14 +58,25 @@ const sessionParameters = {
   queryMs: "query_timeout"
 } as const
 
+/** The deadlines PostgreSQL itself enforces (the others are the client's). */
+const serverParameters = ["statementMs", "lockMs", "idleInTransactionMs"] as const
+
+const deadlineOf = (field: keyof typeof sessionParameters, timeouts: Partial<PgTimeouts>, named: string | null): number =>
+  Math.max(0, Math.floor(timeouts[field] ?? (named === null ? defaultPgTimeouts[field] : Number(named) || 0)))
+
 /**
  * `url` with the deadlines as parameters, which `pg` reads from a connection string (the
  * pool `@effect/sql-pg` builds takes no other way in). A deadline given in `timeouts` wins;
  * else one the URL names already is kept; else the default. A deadline of 0 is left out
  * (`pg` would take `query_timeout=0` for "at once"). A string that is not a URL is returned
  * as it is.
+ *
+ * `pooled`: the connections go through a pooler in transaction mode, which refuses a session's
+ * parameters (PgBouncer: `unsupported startup parameter`) and would not keep them for our next
+ * transaction anyway. The URL then carries only the client's deadline (`query_timeout`); the
+ * server's go into each unit of work (`localDeadlines`).
  */
-export const withDeadlines = (url: string, timeouts: Partial<PgTimeouts> = {}): string => {
+export const withDeadlines = (url: string, timeouts: Partial<PgTimeouts> = {}, pooled = false): string => {
   let parsed: URL
   try {
     parsed = new URL(url)
@@ -73,11 +84,30 @@ export const withDeadlines = (url: string, timeouts: Partial<PgTimeouts> = {}): 
     return url
   }
   for (const [field, parameter] of Object.entries(sessionParameters) as Array<[keyof typeof sessionParameters, string]>) {
-    const given = timeouts[field]
-    const named = parsed.searchParams.get(parameter)
-    const ms = Math.max(0, Math.floor(given ?? (named === null ? defaultPgTimeouts[field] : Number(named) || 0)))
-    if (ms === 0) parsed.searchParams.delete(parameter)
+    const ms = deadlineOf(field, timeouts, parsed.searchParams.get(parameter))
+    if (ms === 0 || (pooled && field !== "queryMs")) parsed.searchParams.delete(parameter)
     else parsed.searchParams.set(parameter, String(ms))
   }
   return parsed.toString()
+}
+
+/**
+ * The server's deadlines as `SET LOCAL` statements, sent with a unit of work's `BEGIN` in one
+ * message when a pooler in transaction mode stands between (`withDeadlines`, `pooled`): they
+ * last as long as the transaction, on whichever server connection the pooler gave it. The
+ * URL's own values count as in `withDeadlines`. Statements outside a unit of work have the
+ * client's deadline and the database's settings (docs/scaling.md).
+ */
+export const localDeadlines = (url: string, timeouts: Partial<PgTimeouts> = {}): string => {
+  let named: URLSearchParams
+  try {
+    named = new URL(url).searchParams
+  } catch {
+    named = new URLSearchParams()
+  }
+  return serverParameters
+    .map((field) => [sessionParameters[field], deadlineOf(field, timeouts, named.get(sessionParameters[field]))] as const)
+    .filter(([, ms]) => ms > 0)
+    .map(([parameter, ms]) => `SET LOCAL ${parameter} = ${ms}`)
+    .join("; ")
 }

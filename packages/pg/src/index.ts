@@ -10,7 +10,7 @@
  */
 import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Layer, Redacted } from "effect"
 import {
@@ -24,10 +24,10 @@ import {
   type UnitOfWork
 } from "@syllabus/core"
 import { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
-import { PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
-import { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
+import { ListenClient, PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
+import { defaultPgTimeouts, localDeadlines, type PgTimeouts, withDeadlines } from "./deadlines.js"
 import { migrate } from "./migrations.js"
-import { pgClientLayer } from "./pool.js"
+import { ConnectionMode, pgClientLayer } from "./pool.js"
 import { PgStore, UnitOfWorkDeadline } from "./store.js"
 
 export {
@@ -40,13 +40,13 @@ export {
   syncAccessPathIndexes,
   syncRecordPartitions
 } from "./access-paths.js"
-export { CHANGE_CHANNEL, makePgChangeRelay, PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
-export { defaultPgTimeouts, type PgTimeouts, withDeadlines } from "./deadlines.js"
+export { CHANGE_CHANNEL, ListenClient, makePgChangeRelay, PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
+export { defaultPgTimeouts, localDeadlines, type PgTimeouts, withDeadlines } from "./deadlines.js"
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
 export { aggregateStatement, listStatement, pruneStatement, scanStatement } from "./records.js"
 export { PgStore, UnitOfWorkDeadline } from "./store.js"
 export { maintainStream, syncStreamPartitions } from "./streams.js"
-export { PREPARED, pgClientLayer, type PoolOptions } from "./pool.js"
+export { ConnectionMode, PREPARED, pgClientLayer, type PoolerMode, type PoolOptions } from "./pool.js"
 export { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 
 /**
@@ -62,10 +62,22 @@ export type PgLayerOptions = Omit<PgClient.PgClientConfig, "url"> & {
   /** The background workers' own pool (`BackgroundStore`): its size (default 3), or `false` for none (workers use this pool). */
   readonly background?: false | { readonly maxConnections?: number }
   /**
-   * Statements by key prepared once per connection (`pool.ts`; default true). Off for a pooler
-   * in transaction mode, which does not keep a session's prepared statements.
+   * Statements by key prepared once per connection (`pool.ts`; default: true, unless `pooler`
+   * is `"transaction"`, which does not keep a session's prepared statements).
    */
   readonly preparedStatements?: boolean
+  /**
+   * `"transaction"`: `url` is a pooler in transaction mode (PgBouncer's `pool_mode =
+   * transaction`), which gives each transaction whichever server connection is free; nothing
+   * of a session is relied on (`ConnectionMode`). It needs `listenUrl`. Default `"session"`.
+   */
+  readonly pooler?: "session" | "transaction"
+  /**
+   * A direct connection to the same database, not through the pooler, for what needs a
+   * session: the change relay's `LISTEN` and the migrations (their advisory lock is held across
+   * transactions). Default: `url`.
+   */
+  readonly listenUrl?: Redacted.Redacted<string> | string
 }
 
 /** The stores' schema, applied when the layer is built. */
@@ -93,18 +105,36 @@ export const pgLayer = (
   Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | IdLane | PgClient.PgClient | SqlClient.SqlClient,
   Migrator.MigrationError | SqlError
 > => {
-  const { changeRelay, timeouts = {}, background = {}, preparedStatements = true, ...pool } = options
+  const { changeRelay, timeouts = {}, background = {}, pooler = "session", listenUrl, ...pool } = options
+  const pooled = pooler === "transaction"
+  const preparedStatements = options.preparedStatements ?? !pooled
   const plain = typeof url === "string" ? url : Redacted.value(url)
+  const direct = listenUrl === undefined ? undefined : typeof listenUrl === "string" ? listenUrl : Redacted.value(listenUrl)
+  if (pooled && direct === undefined) {
+    return Layer.fail(new SqlError({
+      cause: new Error("pooler: \"transaction\" needs listenUrl"),
+      message: "A pooler in transaction mode needs a direct connection to PostgreSQL (listenUrl, DATABASE_LISTEN_URL) for LISTEN and migrations"
+    }))
+  }
   const connectTimeout = pool.connectTimeout ?? ((timeouts.connectMs ?? defaultPgTimeouts.connectMs) || undefined)
   const client = (target: string) => pgClientLayer({ applicationName: "syllabus", ...pool, preparedStatements, connectTimeout, url: target })
+  // Migrations and LISTEN hold a session: on the direct connection when there is one.
+  const session = (target: string, size: number) =>
+    pgClientLayer({ applicationName: "syllabus", ...pool, maxConnections: size, preparedStatements: false, connectTimeout, url: target })
+  const noDeadlines = { statementMs: 0, lockMs: 0, idleInTransactionMs: 0, queryMs: 0 }
   const migrations = Layer.effectDiscard(
-    Effect.provide(migrate, client(withDeadlines(plain, { statementMs: 0, lockMs: 0, idleInTransactionMs: 0, queryMs: 0 })))
+    Effect.provide(migrate, direct === undefined ? client(withDeadlines(plain, noDeadlines)) : session(withDeadlines(direct, noDeadlines), 2))
   )
+  const relay = direct === undefined
+    ? PgChangeRelay(changeRelay)
+    : PgChangeRelay(changeRelay).pipe(
+      Layer.provide(Layer.effect(ListenClient, PgClient.PgClient).pipe(Layer.provide(session(withDeadlines(direct, timeouts), 1))))
+    )
   // `BackgroundStore`: the workers' pool, with the same deadlines, so that background work
   // never takes the requests' connections (issue 11); with `background: false`, this pool.
   const workers: Layer.Layer<BackgroundStore, SqlError, SqlClient.SqlClient> = background === false
     ? Layer.effect(BackgroundStore, Effect.context<Records | UnitOfWork | Idempotency>()).pipe(Layer.provide(PgStore))
-    : pgBackgroundStore(withDeadlines(plain, timeouts), {
+    : pgBackgroundStore(withDeadlines(plain, timeouts, pooled), {
     ...pool,
     preparedStatements,
     connectTimeout,
@@ -120,8 +150,12 @@ export const pgLayer = (
   )
   // Every pool's units of work, the workers' included, end by their deadline.
   const unitOfWorkDeadline = Layer.succeed(UnitOfWorkDeadline, timeouts.transactionMs ?? defaultPgTimeouts.transactionMs)
-  return Layer.mergeAll(PgStore, migrations, PgChangeRelay(changeRelay), workers, Layer.provide(idLane, migrations)).pipe(
-    Layer.provide(unitOfWorkDeadline),
-    Layer.provideMerge(client(withDeadlines(plain, timeouts)))
+  const connectionMode = Layer.succeed(
+    ConnectionMode,
+    pooled ? { mode: "transaction", localDeadlines: localDeadlines(plain, timeouts) } : { mode: "session" }
+  )
+  return Layer.mergeAll(PgStore, migrations, relay, workers, Layer.provide(idLane, migrations)).pipe(
+    Layer.provide(Layer.merge(unitOfWorkDeadline, connectionMode)),
+    Layer.provideMerge(client(withDeadlines(plain, timeouts, pooled)))
   )
 }

@@ -5,7 +5,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { type Environment, StoreUnavailable, type StoredRecord, type Tenant } from "@syllabus/core"
 import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
-import { hasOutstandingStatement, PgPool, PREPARED } from "./pool.js"
+import { ConnectionMode, hasOutstandingStatement, PgPool, PREPARED } from "./pool.js"
 
 /** A record of an append-only stream written by a unit of work, not sent yet (`Pg.appendLater`). */
 export interface PendingAppend {
@@ -172,7 +172,12 @@ const abandoned = (what: string) =>
  * session. A COMMIT that went unanswered is an uncertain outcome (503; the idempotency
  * receipt, committed with the write or not at all, tells a retry which).
  */
-const guardedTransaction = (sql: SqlClient.SqlClient, begin: string, queueOn: FiberRef.FiberRef<ReadonlyArray<string>>) => {
+const guardedTransaction = (
+  sql: SqlClient.SqlClient,
+  begin: string,
+  /** The keys to take advisory locks on before `BEGIN` (none: `undefined`, behind a pooler in transaction mode). */
+  queueOn: FiberRef.FiberRef<ReadonlyArray<string>> | undefined
+) => {
   /** Connections whose transaction ended with an answer from the server. */
   const ended = new WeakSet<Connection>()
   /** Connections holding the advisory locks of `queueOn` for their transaction. */
@@ -209,7 +214,7 @@ const guardedTransaction = (sql: SqlClient.SqlClient, begin: string, queueOn: Fi
   // The locks before `BEGIN`: taken inside the transaction, they would be waited for with a
   // snapshot already taken, and the unit would still not see the one before it committed.
   const lockThenBegin = (conn: Connection) =>
-    Effect.flatMap(FiberRef.get(queueOn), (keys) =>
+    Effect.flatMap(queueOn === undefined ? Effect.succeed([]) : FiberRef.get(queueOn), (keys) =>
       keys.length === 0
         ? conn.executeUnprepared(begin, [], undefined)
         : conn.executeUnprepared(
@@ -303,8 +308,14 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
   // of `BEGIN` then `SET TRANSACTION …`) and provide the client's `TransactionConnection`, so
   // every statement and nested transaction inside joins them exactly as with
   // `sql.withTransaction`; both guard the end of a transaction (`guardedTransaction`).
-  const withPlainTransaction = guardedTransaction(sql, "BEGIN", queueOn)
-  const withSerializableTransaction = guardedTransaction(sql, "BEGIN ISOLATION LEVEL SERIALIZABLE", queueOn)
+  // Behind a pooler in transaction mode, the server's deadlines go with each `BEGIN` (one
+  // message, one round trip), and no advisory lock is taken outside the transaction: the next
+  // statement could reach another server connection, and the lock would stay on this one.
+  const pooler = yield* ConnectionMode
+  const beginning = (statement: string) => pooler.mode === "transaction" && pooler.localDeadlines !== "" ? `${statement}; ${pooler.localDeadlines}` : statement
+  const lockedOn = pooler.mode === "transaction" ? undefined : queueOn
+  const withPlainTransaction = guardedTransaction(sql, beginning("BEGIN"), lockedOn)
+  const withSerializableTransaction = guardedTransaction(sql, beginning("BEGIN ISOLATION LEVEL SERIALIZABLE"), lockedOn)
 
   const appendLater = (append: PendingAppend): Effect.Effect<boolean> =>
     Effect.flatMap(FiberRef.get(unit), (state) =>

@@ -19,6 +19,24 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
 
+/**
+ * How the pool's connections reach PostgreSQL. `session`: each connection is a session of its
+ * own, directly or through a pooler in session mode. `transaction`: through a pooler in
+ * transaction mode (PgBouncer's `pool_mode = transaction`), which may give each transaction
+ * another server connection, so nothing of a session outlives a transaction: no prepared
+ * statements, no session parameters (`localDeadlines`: the server's deadlines are sent with
+ * each unit of work's `BEGIN`), no session-level advisory locks (units of work queue on a
+ * contended key within their process only), and `LISTEN` and the migrations' lock on a direct
+ * connection of their own (`pgLayer`'s `listenUrl`). Read when `PgStore` is built.
+ */
+export type PoolerMode =
+  | { readonly mode: "session" }
+  | { readonly mode: "transaction"; readonly localDeadlines: string }
+
+export class ConnectionMode extends Context.Reference<ConnectionMode>()("@syllabus/pg/ConnectionMode", {
+  defaultValue: (): PoolerMode => ({ mode: "session" })
+}) {}
+
 /** The mark of a statement to prepare: a comment, so the text stays valid SQL. */
 export const PREPARED = "/* prepared */ "
 

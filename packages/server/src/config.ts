@@ -5,6 +5,10 @@ export const ServerConfig = Config.all({
   port: Config.integer("PORT").pipe(Config.withDefault(8080)),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  /** `transaction`: DATABASE_URL is a pooler in transaction mode (PgBouncer); it needs DATABASE_LISTEN_URL (docs/scaling.md). */
+  databasePooler: Config.literal("session", "transaction")("DATABASE_POOLER").pipe(Config.withDefault("session" as const)),
+  /** A direct connection to the database, past the pooler: the change relay's LISTEN and the migrations. */
+  databaseListenUrl: Config.option(Config.redacted("DATABASE_LISTEN_URL")),
   secretKey: Config.option(Config.redacted("SECRET_HASH_KEY")),
   cursorKey: Config.option(Config.redacted("CURSOR_SIGNING_KEY")),
   rateLimits: Config.literal("on", "off")("RATE_LIMITS").pipe(Config.withDefault("on" as const)),
@@ -34,8 +38,8 @@ export const ServerConfig = Config.all({
   dbQueryTimeoutMs: Config.option(Config.integer("DB_QUERY_TIMEOUT_MS")),
   dbConnectTimeoutMs: Config.option(Config.integer("DB_CONNECT_TIMEOUT_MS")),
   dbTransactionTimeoutMs: Config.option(Config.integer("DB_TRANSACTION_TIMEOUT_MS")),
-  /** Statements by key prepared once per connection; `off` behind a pooler in transaction mode. */
-  dbPreparedStatements: Config.literal("on", "off")("DB_PREPARED_STATEMENTS").pipe(Config.withDefault("on" as const)),
+  /** Statements by key prepared once per connection; unset: on, unless DATABASE_POOLER is `transaction`. */
+  dbPreparedStatements: Config.option(Config.literal("on", "off")("DB_PREPARED_STATEMENTS")),
   /** The edge (docs/reliability.md, "Hostile clients"): unset keeps the defaults of `defaultEdgeLimits` and the wire. */
   maxUnfinished: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS")),
   maxUnfinishedPerOrigin: Config.option(Config.integer("MAX_UNFINISHED_REQUESTS_PER_ORIGIN")),

@@ -16,7 +16,12 @@ export const storeLayer = (config: ServerConfig): ChosenStore =>
     onNone: () => ({ kind: "memory", layer: MemoryStore }),
     onSome: (url) => ({
       kind: "postgresql",
-      layer: pgLayer(url, { timeouts: pgTimeoutsOf(config), preparedStatements: config.dbPreparedStatements === "on" })
+      layer: pgLayer(url, {
+        timeouts: pgTimeoutsOf(config),
+        pooler: config.databasePooler,
+        ...Option.match(config.databaseListenUrl, { onNone: () => ({}), onSome: (listenUrl) => ({ listenUrl }) }),
+        ...Option.match(config.dbPreparedStatements, { onNone: () => ({}), onSome: (on) => ({ preparedStatements: on === "on" }) })
+      })
     })
   })
 
