@@ -791,31 +791,23 @@ const main = async () => {
     console.log(`- issue 24: mixed reads and writes on 2 server processes answer no 503: ${mixedRun.statusCodes["503"] ?? 0} × 503 of ${fmt(mixedRun.requestsTotal)} — ${(mixedRun.statusCodes["503"] ?? 0) === 0 && mixedRun.non2xx === 0 ? "met" : "NOT met"}`)
   }
 
-  const pairs = Object.entries(singleProcessOf).filter(([two, one]) => http(two) && http(one))
-  if (pairs.length > 0) console.log("\nTwo server processes on one database, against one (same run):")
-  for (const [twoId, oneId] of pairs) {
-    const two = http(twoId)!
-    const one = http(oneId)!
-    console.log(
-      `- ${twoId}: ${rate(two)} = ${pct(two.requestsPerSecond / one.requestsPerSecond)} of ${oneId}'s ${rate(one)}` +
-        (two.serverCpuMicrosPerRequest && one.serverCpuMicrosPerRequest
-          ? `; server CPU ${fmt(two.serverCpuMicrosPerRequest)} µs/req against ${fmt(one.serverCpuMicrosPerRequest)}`
-          : "")
-    )
+  /** Each scenario of `pairs` against the one it is compared with, when both ran. */
+  const compare = (heading: string, pairs: Record<string, string>) => {
+    const ran = Object.entries(pairs).filter(([id, against]) => http(id) && http(against))
+    if (ran.length > 0) console.log(`\n${heading}`)
+    for (const [id, againstId] of ran) {
+      const one = http(id)!
+      const against = http(againstId)!
+      console.log(
+        `- ${id}: ${rate(one)} = ${pct(one.requestsPerSecond / against.requestsPerSecond)} of ${againstId}'s ${rate(against)}` +
+          (one.serverCpuMicrosPerRequest && against.serverCpuMicrosPerRequest
+            ? `; server CPU ${fmt(one.serverCpuMicrosPerRequest)} µs/req against ${fmt(against.serverCpuMicrosPerRequest)}`
+            : "")
+      )
+    }
   }
-
-  const pooledPairs = Object.entries(directOf).filter(([pooled, direct]) => http(pooled) && http(direct))
-  if (pooledPairs.length > 0) console.log("\nThrough PgBouncer in transaction mode, against direct connections (same run):")
-  for (const [pooledId, directId] of pooledPairs) {
-    const pooled = http(pooledId)!
-    const direct = http(directId)!
-    console.log(
-      `- ${pooledId}: ${rate(pooled)} = ${pct(pooled.requestsPerSecond / direct.requestsPerSecond)} of ${directId}'s ${rate(direct)}` +
-        (pooled.serverCpuMicrosPerRequest && direct.serverCpuMicrosPerRequest
-          ? `; server CPU ${fmt(pooled.serverCpuMicrosPerRequest)} µs/req against ${fmt(direct.serverCpuMicrosPerRequest)}`
-          : "")
-    )
-  }
+  compare("Two server processes on one database, against one (same run):", singleProcessOf)
+  compare("Through PgBouncer in transaction mode, against direct connections (same run):", directOf)
   await pgbouncer?.stop()
 
   if (settings.cpuProf) {

@@ -10,6 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Layer } from "effect"
 import { contends, Records, type Tenant, UnitOfWork } from "@syllabus/core"
 import { pgLayer } from "@syllabus/pg"
+import { showcaseOrder } from "../support/contention.js"
 import { freshPgDatabase } from "../support/pg.js"
 
 const tenant: Tenant = { accountId: "acc_contention", environment: "production" }
@@ -55,40 +56,8 @@ describe("units of work contending on one key [postgresql]", () => {
       const { url } = yield* freshPgDatabase
       const context = yield* Layer.build(pgLayer(url, { maxConnections: 5, background: false }))
       const uow = Context.get(context, UnitOfWork)
-      const key = "showcase/shw_busy"
-      const lastPosition = Effect.gen(function*() {
-        const [last] = yield* (yield* Records).list(tenant, "product", {
-          where: [{ field: "showcase_id", op: "eq", value: "shw_busy" }],
-          sort: { field: "position", kind: "number", direction: "desc" },
-          limit: 1
-        })
-        return last === undefined ? 0 : Number(last.data.position)
-      })
-      const place = (id: string, position: number) =>
-        Effect.flatMap(Records, (records) => records.insert(tenant, "product", id, { showcase_id: "shw_busy", position }))
-      // A and B read the end of the order, B places and commits, then A places: A loses and reruns.
-      const bRead = yield* Deferred.make<void>()
-      const bDone = yield* Deferred.make<void>()
-      let aRuns = 0
-      const a = uow.transaction(Effect.gen(function*() {
-        aRuns++
-        yield* contends(tenant, key)
-        const end = yield* lastPosition
-        if (aRuns === 1) {
-          yield* Deferred.succeed(bRead, undefined)
-          yield* Deferred.await(bDone)
-        }
-        yield* place("prd_a", end + 1)
-      })).pipe(Effect.provide(context))
-      const b = Effect.gen(function*() {
-        yield* Deferred.await(bRead)
-        yield* uow.transaction(Effect.gen(function*() {
-          yield* contends(tenant, key)
-          yield* place("prd_b", (yield* lastPosition) + 1)
-        }))
-        yield* Deferred.succeed(bDone, undefined)
-      }).pipe(Effect.provide(context))
-      yield* Effect.all([a, b], { concurrency: "unbounded" })
+      const { key, lastPosition, loseARace, place } = showcaseOrder(context, tenant, "shw_busy")
+      const aRuns = yield* loseARace("prd_a", "prd_b")
       expect(aRuns).toBe(2)
       // C, right after: its first run stops at the busy key, before reading the order.
       let cRuns = 0

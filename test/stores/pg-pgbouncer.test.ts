@@ -7,36 +7,16 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { ChangeRelay, contends, Records, type Tenant, UnitOfWork } from "@syllabus/core"
+import { ChangeRelay, Records, type Tenant, UnitOfWork } from "@syllabus/core"
 import { pgLayer, type PgLayerOptions } from "@syllabus/pg"
-import { Cause, Context, Deferred, Effect, Exit, Layer, Option, Stream } from "effect"
-import { createRequire } from "node:module"
+import { Cause, Context, Effect, Exit, Layer, Option, Stream } from "effect"
 import { afterAll, beforeAll, inject } from "vitest"
-import { freshPgDatabase } from "../support/pg.js"
+import { showcaseOrder } from "../support/contention.js"
+import { freshPgDatabase, sentDuring } from "../support/pg.js"
 import { type RunningPgBouncer, startPgBouncer } from "../support/pgbouncer.js"
 
 const tenant: Tenant = { accountId: "acc_pooled", environment: "production" }
 
-const pg = createRequire(createRequire(import.meta.url).resolve("@syllabus/pg"))("pg") as {
-  Client: { prototype: { query: (...args: Array<unknown>) => unknown } }
-}
-
-/** The text of every statement the driver sends while `effect` runs. */
-const sentDuring = <A, E>(effect: Effect.Effect<A, E>) =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => {
-      const sent: Array<string> = []
-      const query = pg.Client.prototype.query
-      pg.Client.prototype.query = function(this: unknown, ...args: Array<unknown>) {
-        const first = args[0] as string | { readonly text?: string }
-        sent.push(typeof first === "string" ? first : first.text ?? "")
-        return query.apply(this, args)
-      }
-      return { sent, query }
-    }),
-    ({ sent }) => Effect.as(effect, sent),
-    ({ query }) => Effect.sync(() => (pg.Client.prototype.query = query))
-  )
 
 let bouncer: RunningPgBouncer
 beforeAll(async () => {
@@ -124,23 +104,12 @@ describe("the PostgreSQL store through PgBouncer in transaction mode [postgresql
       const { layer } = yield* pooled({ maxConnections: 5 })
       // Two processes: the second builds on the database the first migrated.
       const processes = yield* Effect.all([Layer.build(layer), Layer.build(Layer.fresh(layer))])
-      const append = (n: number) => {
-        const context = processes[n % 2]!
-        return Context.get(context, UnitOfWork).transaction(
-          Effect.gen(function*() {
-            yield* contends(tenant, "showcase/shw_1")
-            const records = yield* Records
-            const [last] = yield* records.list(tenant, "product", {
-              where: [{ field: "showcase_id", op: "eq", value: "shw_1" }, { field: "deleted", op: "eq", value: false }],
-              sort: { field: "position", kind: "number", direction: "desc" },
-              limit: 1
-            })
-            const position = last === undefined ? 1 : Number(last.data.position) + 1
-            yield* records.insert(tenant, "product", `prd_${String(n).padStart(9, "0")}`, { showcase_id: "shw_1", deleted: false, position })
-          }).pipe(Effect.provide(context))
-        )
-      }
-      yield* Effect.forEach(Array.from({ length: 40 }, (_, n) => n), append, { concurrency: "unbounded" })
+      const orders = processes.map((context) => showcaseOrder(context, tenant, "shw_1"))
+      yield* Effect.forEach(
+        Array.from({ length: 40 }, (_, n) => n),
+        (n) => orders[n % 2]!.append(`prd_${String(n).padStart(9, "0")}`),
+        { concurrency: "unbounded" }
+      )
       const rows = yield* Context.get(processes[0], Records).list(tenant, "product", {
         where: [{ field: "showcase_id", op: "eq", value: "shw_1" }],
         sort: { field: "position", kind: "number", direction: "asc" },
@@ -153,40 +122,9 @@ describe("the PostgreSQL store through PgBouncer in transaction mode [postgresql
     Effect.gen(function*() {
       const { layer } = yield* pooled({ maxConnections: 5 })
       const context = yield* Layer.build(layer)
-      const uow = Context.get(context, UnitOfWork)
-      const lastPosition = Effect.gen(function*() {
-        const [last] = yield* (yield* Records).list(tenant, "product", {
-          where: [{ field: "showcase_id", op: "eq", value: "shw_race" }],
-          sort: { field: "position", kind: "number", direction: "desc" },
-          limit: 1
-        })
-        return last === undefined ? 0 : Number(last.data.position)
-      })
-      const place = (id: string, position: number) =>
-        Effect.flatMap(Records, (records) => records.insert(tenant, "product", id, { showcase_id: "shw_race", position }))
-      // A and B read the end of the order, B places and commits, then A places: A loses and reruns queued on the key.
-      const bRead = yield* Deferred.make<void>()
-      const bDone = yield* Deferred.make<void>()
+      // A loses a race to B on the key and runs again, queued on it.
       let aRuns = 0
-      const a = uow.transaction(Effect.gen(function*() {
-        aRuns++
-        yield* contends(tenant, "showcase/shw_race")
-        const end = yield* lastPosition
-        if (aRuns === 1) {
-          yield* Deferred.succeed(bRead, undefined)
-          yield* Deferred.await(bDone)
-        }
-        yield* place("prd_a", end + 1)
-      })).pipe(Effect.provide(context))
-      const b = Effect.gen(function*() {
-        yield* Deferred.await(bRead)
-        yield* uow.transaction(Effect.gen(function*() {
-          yield* contends(tenant, "showcase/shw_race")
-          yield* place("prd_b", (yield* lastPosition) + 1)
-        }))
-        yield* Deferred.succeed(bDone, undefined)
-      }).pipe(Effect.provide(context))
-      const sent = yield* sentDuring(Effect.all([a, b], { concurrency: "unbounded" }))
+      const sent = yield* sentDuring(Effect.map(showcaseOrder(context, tenant, "shw_race").loseARace("prd_a", "prd_b"), (runs) => (aRuns = runs)))
       expect(aRuns).toBe(2)
       expect(sent.filter((text) => text.includes("pg_advisory"))).toEqual([])
       const placed = yield* Context.get(context, Records).getMany(tenant, "product", ["prd_a", "prd_b"])

@@ -7,31 +7,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { createRequire } from "node:module"
 import { Idempotency, Records, type Tenant, UnitOfWork } from "@syllabus/core"
 import { pgLayer } from "@syllabus/pg"
-import { freshPgDatabase } from "../support/pg.js"
+import { freshPgDatabase, sentDuring } from "../support/pg.js"
 
-const pg = createRequire(createRequire(import.meta.url).resolve("@syllabus/pg"))("pg") as {
-  Client: { prototype: { query: (...args: Array<unknown>) => unknown } }
-}
-
-/** The text of every statement sent while `effect` runs, in order. */
-const sentDuring = <A, E>(effect: Effect.Effect<A, E>) =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => {
-      const sent: Array<string> = []
-      const query = pg.Client.prototype.query
-      pg.Client.prototype.query = function(this: unknown, ...args: Array<unknown>) {
-        const first = args[0] as string | { readonly text?: string }
-        sent.push((typeof first === "string" ? first : first.text ?? "").replace(/\s+/g, " ").trim())
-        return query.apply(this, args)
-      }
-      return { sent, query }
-    }),
-    ({ sent }) => Effect.as(effect, sent),
-    ({ query }) => Effect.sync(() => (pg.Client.prototype.query = query))
-  )
 
 const tenant: Tenant = { accountId: "acc_appends", environment: "production" }
 const insertsOfRecords = (sent: ReadonlyArray<string>) => sent.filter((text) => text.includes("INSERT INTO records"))

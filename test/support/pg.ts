@@ -4,6 +4,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { randomBytes } from "node:crypto"
+import { createRequire } from "node:module"
 import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { inject } from "vitest"
 
@@ -27,3 +28,25 @@ export const freshPgDatabase: Effect.Effect<{ readonly url: string }, never, Sco
   url.pathname = `/${name}`
   return { url: url.toString() }
 }).pipe(Effect.orDie)
+
+/** The `pg` driver the stores use (the one `@syllabus/pg` resolves), to watch what it sends. */
+const driver = createRequire(createRequire(import.meta.url).resolve("@syllabus/pg"))("pg") as {
+  Client: { prototype: { query: (...args: Array<unknown>) => unknown } }
+}
+
+/** The text of every statement the driver sends while `effect` runs, in order (whitespace folded). */
+export const sentDuring = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Array<string>, E, R> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const sent: Array<string> = []
+      const query = driver.Client.prototype.query
+      driver.Client.prototype.query = function(this: unknown, ...args: Array<unknown>) {
+        const first = args[0] as string | { readonly text?: string }
+        sent.push((typeof first === "string" ? first : first.text ?? "").replace(/\s+/g, " ").trim())
+        return query.apply(this, args)
+      }
+      return { sent, query }
+    }),
+    ({ sent }) => Effect.as(effect, sent),
+    ({ query }) => Effect.sync(() => (driver.Client.prototype.query = query))
+  )
