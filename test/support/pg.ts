@@ -34,15 +34,21 @@ const driver = createRequire(createRequire(import.meta.url).resolve("@syllabus/p
   Client: { prototype: { query: (...args: Array<unknown>) => unknown } }
 }
 
-/** The text of every statement the driver sends while `effect` runs, in order (whitespace folded). */
-export const sentDuring = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Array<string>, E, R> =>
+/** A statement the driver sent: its text (whitespace folded) and the server's port. */
+export interface SentStatement {
+  readonly text: string
+  readonly port: number
+}
+
+/** Every statement the driver sends while `effect` runs, in order, with the port of the server it went to. */
+export const statementsDuring = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Array<SentStatement>, E, R> =>
   Effect.acquireUseRelease(
     Effect.sync(() => {
-      const sent: Array<string> = []
+      const sent: Array<SentStatement> = []
       const query = driver.Client.prototype.query
-      driver.Client.prototype.query = function(this: unknown, ...args: Array<unknown>) {
+      driver.Client.prototype.query = function(this: { readonly port?: number }, ...args: Array<unknown>) {
         const first = args[0] as string | { readonly text?: string }
-        sent.push((typeof first === "string" ? first : first.text ?? "").replace(/\s+/g, " ").trim())
+        sent.push({ text: (typeof first === "string" ? first : first.text ?? "").replace(/\s+/g, " ").trim(), port: Number(this.port) })
         return query.apply(this, args)
       }
       return { sent, query }
@@ -50,3 +56,7 @@ export const sentDuring = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effe
     ({ sent }) => Effect.as(effect, sent),
     ({ query }) => Effect.sync(() => (driver.Client.prototype.query = query))
   )
+
+/** The text of every statement the driver sends while `effect` runs, in order (whitespace folded). */
+export const sentDuring = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Array<string>, E, R> =>
+  Effect.map(statementsDuring(effect), (sent) => sent.map((statement) => statement.text))

@@ -4,15 +4,17 @@
  *
  * - `GET /livez`: 200 while the process serves; it touches nothing else.
  * - `GET /readyz`: 200 when the store answers a trivial read within `readinessDeadlineMs`
- *   (default 2 s), else 503; the body names the failing dependency.
+ *   (default 2 s), else 503; the body names the failing dependency. A store with read replicas
+ *   (`StoreReplicas`) also reports each one's state (`checks.replicas`): a replica failing,
+ *   lagging or promoted leaves its reads to the primary, so it is `degraded`, not a 503.
  *
  * No credential, no rate limit, nothing of any tenant: a load balancer or an orchestrator
  * calls them. File storage is not probed: it has no cheap read, and its outage fails only the
  * upload operations (503 `storage_unavailable`), not the service.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Records, type Tenant } from "@syllabus/core"
-import { Clock, Effect, Exit } from "effect"
+import { Records, StoreReplicas, type Tenant } from "@syllabus/core"
+import { Clock, Effect, Exit, Option } from "effect"
 import { within } from "./deadline.js"
 import type { OutsideApp } from "./pipeline.js"
 import { defaultDeadlines, RELEASE, ServerSettings } from "./services.js"
@@ -43,6 +45,20 @@ const checkStore = (timeoutMs: number) =>
     return { status: "unavailable", reason: timedOut ? "timeout" : "error", duration_ms } as const
   })
 
+/** The read replicas' states, when the store has some, within `timeoutMs` (a replica that does not answer by then is `failing`). */
+const checkReplicas = (timeoutMs: number) =>
+  Effect.flatMap(Effect.serviceOption(StoreReplicas), (replicas) => {
+    if (Option.isNone(replicas)) return Effect.succeed(undefined)
+    return replicas.value.check.pipe(
+      Effect.timeoutTo({ duration: timeoutMs, onTimeout: () => undefined, onSuccess: (states) => states }),
+      Effect.map((states) => {
+        const all = states ?? []
+        const status = states !== undefined && all.every((replica) => replica.state === "ok") ? "ok" as const : "degraded" as const
+        return { status, replicas: all }
+      })
+    )
+  })
+
 export const healthApp: OutsideApp = (request) =>
   Effect.gen(function* () {
     const path = request.url.split("?", 1)[0]
@@ -52,7 +68,16 @@ export const healthApp: OutsideApp = (request) =>
     }
     if (path === LIVENESS_PATH) return answer({ status: "ok" })
     const settings = yield* ServerSettings
-    const store = yield* checkStore(settings.readinessDeadlineMs ?? defaultDeadlines.readinessDeadlineMs)
+    const deadlineMs = settings.readinessDeadlineMs ?? defaultDeadlines.readinessDeadlineMs
+    const [store, replicas] = yield* Effect.all([checkStore(deadlineMs), checkReplicas(deadlineMs)], { concurrency: "unbounded" })
     const ready = store.status === "ok"
-    return answer({ status: ready ? "ready" : "unavailable", failing: ready ? [] : ["store"], checks: { store } }, ready ? 200 : 503)
+    return answer(
+      {
+        status: ready ? "ready" : "unavailable",
+        failing: ready ? [] : ["store"],
+        ...(replicas === undefined ? {} : { degraded: replicas.status === "ok" ? [] : ["replicas"] }),
+        checks: { store, ...(replicas === undefined ? {} : { replicas }) }
+      },
+      ready ? 200 : 503
+    )
   })

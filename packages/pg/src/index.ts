@@ -12,7 +12,7 @@ import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Effect, Layer, Redacted } from "effect"
+import { Duration, Effect, Layer, Redacted } from "effect"
 import {
   BackgroundStore,
   type ChangeRelay,
@@ -21,13 +21,15 @@ import {
   idLaneOf,
   type RateLimitStore,
   type Records,
+  type StoreReplicas,
   type UnitOfWork
 } from "@syllabus/core"
 import { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
 import { ListenClient, PgChangeRelay, type PgChangeRelayOptions } from "./change-relay.js"
 import { defaultPgTimeouts, localDeadlines, type PgTimeouts, withDeadlines } from "./deadlines.js"
 import { migrate } from "./migrations.js"
-import { ConnectionMode, pgClientLayer } from "./pool.js"
+import { ConnectionMode, pgClientLayer, type PgPool } from "./pool.js"
+import { ReadReplicas, readReplicasLayer, type ReplicaOptions } from "./replicas.js"
 import { PgStore, UnitOfWorkDeadline } from "./store.js"
 
 export {
@@ -44,6 +46,7 @@ export { CHANGE_CHANNEL, ListenClient, makePgChangeRelay, PgChangeRelay, type Pg
 export { defaultPgTimeouts, localDeadlines, type PgTimeouts, withDeadlines } from "./deadlines.js"
 export { migrate, migrationsTable, PgMigrations } from "./migrations.js"
 export { aggregateStatement, listStatement, pruneStatement, scanStatement } from "./records.js"
+export { lsnValue, ReadReplicas, readReplicasLayer, type ReplicaOptions, type ReplicaRouter } from "./replicas.js"
 export { PgStore, UnitOfWorkDeadline } from "./store.js"
 export { maintainStream, syncStreamPartitions } from "./streams.js"
 export { ConnectionMode, PREPARED, pgClientLayer, type PoolerMode, type PoolOptions } from "./pool.js"
@@ -78,6 +81,14 @@ export type PgLayerOptions = Omit<PgClient.PgClientConfig, "url"> & {
    * transactions). Default: `url`.
    */
   readonly listenUrl?: Redacted.Redacted<string> | string
+  /**
+   * Read replicas of the database (streaming standbys): lists, counts and reports outside a
+   * unit of work are read there when a replica holds every commit answered before the read,
+   * else on the primary (`replicas.ts`). Their pools have `maxConnections` each.
+   */
+  readonly replicaUrls?: ReadonlyArray<Redacted.Redacted<string> | string>
+  /** How reads wait for a replica and leave a failing one alone (`ReplicaOptions`). */
+  readonly replicas?: ReplicaOptions
 }
 
 /** The stores' schema, applied when the layer is built. */
@@ -102,10 +113,10 @@ export const pgLayer = (
   url: Redacted.Redacted<string> | string,
   options: PgLayerOptions = {}
 ): Layer.Layer<
-  Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | IdLane | PgClient.PgClient | SqlClient.SqlClient,
+  Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | IdLane | ReadReplicas | StoreReplicas | PgClient.PgClient | SqlClient.SqlClient,
   Migrator.MigrationError | SqlError
 > => {
-  const { changeRelay, timeouts = {}, background = {}, pooler = "session", listenUrl, ...pool } = options
+  const { changeRelay, timeouts = {}, background = {}, pooler = "session", listenUrl, replicaUrls = [], replicas, ...pool } = options
   const pooled = pooler === "transaction"
   const preparedStatements = options.preparedStatements ?? !pooled
   const plain = typeof url === "string" ? url : Redacted.value(url)
@@ -154,8 +165,17 @@ export const pgLayer = (
     ConnectionMode,
     pooled ? { mode: "transaction", localDeadlines: localDeadlines(plain, timeouts) } : { mode: "session" }
   )
+  const readReplicas: Layer.Layer<ReadReplicas | StoreReplicas, never, PgPool> = replicaUrls.length === 0
+    ? Layer.succeed(ReadReplicas, undefined) as Layer.Layer<ReadReplicas | StoreReplicas>
+    : readReplicasLayer(
+    replicaUrls.map((replica) => withDeadlines(typeof replica === "string" ? replica : Redacted.value(replica), timeouts, pooled)),
+    { maxConnections: pool.maxConnections, connectTimeoutMs: connectTimeout === undefined ? undefined : Duration.toMillis(connectTimeout), applicationName: pool.applicationName },
+    replicas
+  )
   return Layer.mergeAll(PgStore, migrations, relay, workers, Layer.provide(idLane, migrations)).pipe(
     Layer.provide(Layer.merge(unitOfWorkDeadline, connectionMode)),
+    // Their states stay in the output: what the operator and `GET /readyz` see of the replicas.
+    Layer.provideMerge(readReplicas),
     Layer.provideMerge(client(withDeadlines(plain, timeouts, pooled)))
   )
 }

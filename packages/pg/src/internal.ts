@@ -6,6 +6,7 @@ import * as Statement from "@effect/sql/Statement"
 import { type Environment, StoreUnavailable, type StoredRecord, type Tenant } from "@syllabus/core"
 import { Cause, Context, Effect, FiberRef, Option, Scope } from "effect"
 import { ConnectionMode, hasOutstandingStatement, PgPool, PREPARED } from "./pool.js"
+import { ReadReplicas } from "./replicas.js"
 
 /** A record of an append-only stream written by a unit of work, not sent yet (`Pg.appendLater`). */
 export interface PendingAppend {
@@ -46,6 +47,12 @@ export interface Pg {
    * interruptible: an interrupted caller waits for the answer (within the deadlines).
    */
   readonly run: <A, R>(self: Effect.Effect<A, SqlError, R>) => Effect.Effect<A, StoreUnavailable, R>
+  /**
+   * `run` for a read that needs no unit of work (a page, a count, a report): outside one, on a
+   * read replica that holds every commit answered before it, when the store has replicas
+   * (`replicas.ts`); inside one, or without replicas, as `run`.
+   */
+  readonly read: <A>(self: Statement.Statement<A>) => Effect.Effect<ReadonlyArray<A>, StoreUnavailable>
   /** A transaction of a store operation: joins the caller's unit of work (as a savepoint), if any. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreUnavailable, R>
   /** An outermost SERIALIZABLE transaction (a savepoint inside one), begun in one statement. */
@@ -304,6 +311,19 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
       Effect.mapError((cause) => new StoreUnavailable({ cause }))
     )
 
+  const replicas = yield* ReadReplicas
+  const read = <A>(self: Statement.Statement<A>): Effect.Effect<ReadonlyArray<A>, StoreUnavailable> => {
+    const onPrimary = run(self as unknown as Effect.Effect<ReadonlyArray<A>, SqlError>)
+    if (replicas === undefined) return onPrimary
+    return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) => {
+      if (Option.isSome(outer)) return onPrimary
+      const [text, params] = self.compile()
+      return replicas.read<A>(text, params, Effect.mapError(onPrimary, (unavailable) => new SqlError({ cause: unavailable.cause, message: "Failed to execute statement" }))).pipe(
+        Effect.mapError((cause) => new StoreUnavailable({ cause }))
+      )
+    })
+  }
+
   // Both open in one statement (`BEGIN ISOLATION LEVEL SERIALIZABLE`: one round trip instead
   // of `BEGIN` then `SET TRANSACTION …`) and provide the client's `TransactionConnection`, so
   // every statement and nested transaction inside joins them exactly as with
@@ -389,7 +409,7 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
       Effect.locally(queueOn, [])
     )
 
-  return { sql, run, transaction, serializable, detached, unit, queueOn, appendLater, sendAppends, takeAppends, insertAppends }
+  return { sql, run, read, transaction, serializable, detached, unit, queueOn, appendLater, sendAppends, takeAppends, insertAppends }
 })
 
 /** A bigint column read back: a string by default in `pg`, a number if the client parses it. */

@@ -376,7 +376,7 @@ interface KeyRow {
 const firstTaken = (keys: ReadonlyArray<UniqueKey>, inserted: ReadonlyArray<KeyRow>): UniqueKey | undefined =>
   keys.find((key) => !inserted.some((row) => row.name === key.name && row.value === key.value && row.global === (key.global === true)))
 
-export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, transaction, unit }: Pg): Context.Tag.Service<typeof Records> => {
+export const makeRecords = ({ appendLater, read, run: unavailable, sendAppends, sql, transaction, unit }: Pg): Context.Tag.Service<typeof Records> => {
   const statements = makeRecordStatements(sql)
   const { columns, filter, json, ofType } = statements
 
@@ -689,7 +689,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
   const list = Effect.fnUntraced(function*(tenant: Tenant, type: string, query: ListQuery) {
     yield* checkFields([...query.where.map((where) => where.field), query.sort.field])
     yield* sendAppends(type)
-    const rows = yield* unavailable(statements.list(tenant, type, query))
+    const rows = yield* read(statements.list(tenant, type, query))
     return rows.map(toRecord)
   })
 
@@ -709,7 +709,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
     yield* checkFields([...where.map((w) => w.field), ...groupBy])
     yield* sendAppends(type)
     if (groupBy.length === 0) {
-      const rows = yield* unavailable(
+      const rows = yield* read(
         sql<{ readonly count: number }>`SELECT count(*) AS count FROM records WHERE ${filter(tenant, type, where)}`
       )
       return [{ key: [], count: toNumber(rows[0]?.count ?? 0) }]
@@ -717,7 +717,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
     // Missing and JSON null are one group (`json`). Grouped and ordered by position.
     const keys = groupBy.map((field, i) => sql`${json(field)} AS ${sql(`k${i}`)}`)
     const positions = sql.literal(groupBy.map((_, i) => String(i + 1)).join(", "))
-    const rows = yield* unavailable(sql<Record<string, Json>>`
+    const rows = yield* read(sql<Record<string, Json>>`
       SELECT ${sql.csv(keys)}, count(*) AS count
       FROM records WHERE ${filter(tenant, type, where)}
       GROUP BY ${positions} ORDER BY ${positions}`)
@@ -730,7 +730,7 @@ export const makeRecords = ({ appendLater, run: unavailable, sendAppends, sql, t
   const aggregate = Effect.fnUntraced(function*(tenant: Tenant, type: string, query: AggregateQuery) {
     yield* checkFields(aggregateFields(query))
     yield* sendAppends(type)
-    const rows = yield* unavailable(statements.aggregate(tenant, type, query))
+    const rows = yield* read(statements.aggregate(tenant, type, query))
     const number = (value: Json | undefined): number | null =>
       value === null || value === undefined ? null : toNumber(value)
     return rows.map((row): AggregateRow => ({

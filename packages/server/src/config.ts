@@ -9,6 +9,8 @@ export const ServerConfig = Config.all({
   databasePooler: Config.literal("session", "transaction")("DATABASE_POOLER").pipe(Config.withDefault("session" as const)),
   /** A direct connection to the database, past the pooler: the change relay's LISTEN and the migrations. */
   databaseListenUrl: Config.option(Config.redacted("DATABASE_LISTEN_URL")),
+  /** Read replicas (streaming standbys), a comma list of URLs: lists and reports are read there when fresh enough (docs/scaling.md). */
+  databaseReplicaUrls: Config.option(Config.redacted("DATABASE_REPLICA_URLS")),
   secretKey: Config.option(Config.redacted("SECRET_HASH_KEY")),
   cursorKey: Config.option(Config.redacted("CURSOR_SIGNING_KEY")),
   rateLimits: Config.literal("on", "off")("RATE_LIMITS").pipe(Config.withDefault("on" as const)),

@@ -3,7 +3,7 @@ import type { StoreServices } from "@syllabus/http"
 import { MemoryStore } from "@syllabus/memory"
 import { pgLayer } from "@syllabus/pg"
 import { LocalFileStorage, MemoryFileStorage, TemporaryFileStorage } from "@syllabus/storage"
-import { type Layer, Option } from "effect"
+import { type Layer, Option, Redacted } from "effect"
 import { pgTimeoutsOf, type ServerConfig } from "./config.js"
 
 export interface ChosenStore {
@@ -20,6 +20,10 @@ export const storeLayer = (config: ServerConfig): ChosenStore =>
         timeouts: pgTimeoutsOf(config),
         pooler: config.databasePooler,
         ...Option.match(config.databaseListenUrl, { onNone: () => ({}), onSome: (listenUrl) => ({ listenUrl }) }),
+        ...Option.match(config.databaseReplicaUrls, {
+          onNone: () => ({}),
+          onSome: (urls) => ({ replicaUrls: Redacted.value(urls).split(",").map((url) => url.trim()).filter((url) => url !== "") })
+        }),
         ...Option.match(config.dbPreparedStatements, { onNone: () => ({}), onSome: (on) => ({ preparedStatements: on === "on" }) })
       })
     })

@@ -440,3 +440,25 @@ export class RateLimitStore extends Context.Tag("@syllabus/core/RateLimitStore")
     ) => Effect.Effect<{ readonly admitted: boolean; readonly counts: ReadonlyArray<WindowCounts> }, StoreUnavailable>
   }
 >() {}
+
+/** A read replica as the store sees it: its place in the configuration (no URL: URLs carry passwords) and its state. */
+export interface ReplicaState {
+  readonly index: number
+  /**
+   * `ok`: serving reads; `lagging`: further behind the primary than the store's bound (reads wait
+   * for it or go to the primary); `failing`: did not answer; `not-a-replica`: not in recovery
+   * (a standby promoted, or the primary itself).
+   */
+  readonly state: "ok" | "lagging" | "failing" | "not-a-replica"
+  /** WAL bytes behind the primary, when it answered. */
+  readonly lagBytes?: number
+}
+
+/**
+ * Read replicas of the store (PostgreSQL with `replicaUrls`): asked for their states by
+ * `GET /readyz`. A store without replicas does not offer it.
+ */
+export class StoreReplicas extends Context.Tag("@syllabus/core/StoreReplicas")<
+  StoreReplicas,
+  { readonly check: Effect.Effect<ReadonlyArray<ReplicaState>> }
+>() {}
