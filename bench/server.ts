@@ -45,18 +45,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import { onLocalPort } from "../test/support/postgres-user.js"
 import { databaseUrl, freshDatabase } from "./pg.js"
 import { BASELINE_BODY, BASELINE_PATH, type ServerKind, type Experiment, isTracing, type ServerMessage, type Tracing } from "./shared.js"
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void
 
-/** `url` on 127.0.0.1:`port` (a pooler in front of its server). */
-const throughPort = (url: string, port: number): string => {
-  const through = new URL(url)
-  through.hostname = "127.0.0.1"
-  through.port = String(port)
-  return through.toString()
-}
 
 interface Built {
   readonly listener: Listener
@@ -164,7 +158,7 @@ const syllabusServer = async (
     const sized = pool ? { maxConnections: Number(pool) } : {}
     storeLayer = pgbouncerPort === undefined
       ? pgLayer(url, sized)
-      : pgLayer(throughPort(url, pgbouncerPort), { ...sized, pooler: "transaction", listenUrl: url })
+      : pgLayer(onLocalPort(url, pgbouncerPort), { ...sized, pooler: "transaction", listenUrl: url })
   }
   const runtime = ManagedRuntime.make(
     syllabusLayer({

@@ -36,7 +36,7 @@ const storesOn = (cluster: ReplicatedCluster, replicaUrls: ReadonlyArray<string>
   Effect.map(Layer.build(pgLayer(cluster.primaryUrl, { maxConnections: 5, background: false, replicaUrls })), (context) => ({
     records: Context.get(context, Records),
     uow: Context.get(context, UnitOfWork),
-    replicas: Context.get(context, StoreReplicas)
+    replicas: Context.unsafeGet(context, StoreReplicas)
   }))
 
 const page = (records: Context.Tag.Service<typeof Records>, showcase: string) =>

@@ -31,6 +31,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, inject } from "vitest"
 import { AdjustableClock, type FaultyPort, Stalls, storageWithFaults, withFaults } from "@syllabus/testing"
 import { freshPgDatabase } from "./pg.js"
+import { onLocalPort } from "./postgres-user.js"
 import { type StoreName, stores } from "./stores.js"
 
 export { stores } from "./stores.js"
@@ -164,10 +165,7 @@ const pgStoreLayer = (store: "postgresql" | "pgbouncer", databaseUrl: string, op
 const throughPgBouncer = (databaseUrl: string): string => {
   const port = inject("pgbouncerPort")
   if (!port) throw new Error("the pgbouncer store runs only when the global setup started PgBouncer (SYLLABUS_TEST_STORES names it, or is unset)")
-  const through = new URL(databaseUrl)
-  through.hostname = "127.0.0.1"
-  through.port = String(port)
-  return through.toString()
+  return onLocalPort(databaseUrl, port)
 }
 
 export const startHarness = async (

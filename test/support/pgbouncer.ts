@@ -8,11 +8,12 @@
  * database is too. The pooler's own authentication is `trust` on the loopback; it logs in to
  * PostgreSQL as the server URL says.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { onLocalPort, postgresUser } from "./postgres-user.js"
 
 export const pgbouncerBinary = process.env["PGBOUNCER"] ?? "/usr/sbin/pgbouncer"
 
@@ -33,13 +34,6 @@ const listening = (port: number) =>
     socket.once("error", () => resolve(false))
   })
 
-/** PgBouncer refuses to run as root: it then runs as `postgres` (`-u`), which must read its files. */
-const runAs = (): { readonly user: string; readonly uid: number; readonly gid: number } | undefined => {
-  if (process.getuid?.() !== 0) return undefined
-  const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim())
-  const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim())
-  return { user: "postgres", uid, gid }
-}
 
 export const startPgBouncer = async (serverUrl: string, options: { readonly poolSize?: number } = {}): Promise<RunningPgBouncer> => {
   if (!existsSync(pgbouncerBinary)) {
@@ -77,7 +71,7 @@ export const startPgBouncer = async (serverUrl: string, options: { readonly pool
       ""
     ].join("\n")
   )
-  const as = runAs()
+  const as = postgresUser()
   if (as !== undefined) {
     chownSync(dir, as.uid, as.gid)
     for (const file of ["users.txt", "pgbouncer.ini"]) chownSync(join(dir, file), as.uid, as.gid)
@@ -99,12 +93,7 @@ export const startPgBouncer = async (serverUrl: string, options: { readonly pool
   }
   return {
     port,
-    urlOf: (url) => {
-      const through = new URL(url)
-      through.hostname = "127.0.0.1"
-      through.port = String(port)
-      return through.toString()
-    },
+    urlOf: (url) => onLocalPort(url, port),
     stop: async () => {
       if (!exited) {
         const gone = new Promise((resolve) => child.once("exit", resolve))

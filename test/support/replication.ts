@@ -10,12 +10,13 @@
  * since the failover tests kill the primary. PostgreSQL refuses to run as root: as root, every
  * command runs as the `postgres` OS user, which owns the temp dir.
  */
-import { execFile, execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import { appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { postgresUser } from "./postgres-user.js"
 
 export const pgBin = process.env["PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
 
@@ -50,13 +51,6 @@ export interface ReplicatedCluster {
   readonly stop: () => Promise<void>
 }
 
-/** As root, the `postgres` OS user's ids: every command runs as that user. */
-const runAs = (): { readonly uid: number; readonly gid: number } | undefined => {
-  if (process.getuid?.() !== 0) return undefined
-  const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim())
-  const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim())
-  return { uid, gid }
-}
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -76,7 +70,7 @@ export const startReplicatedCluster = async (options: ReplicatedClusterOptions =
     throw new Error(`replication tests need PostgreSQL's binaries in ${pgBin} (PG_BIN names another directory)`)
   }
   const standbyCount = options.standbys ?? 1
-  const as = runAs()
+  const as = postgresUser()
   const root = mkdtempSync(join(tmpdir(), "syllabus-replication-"))
   chmodSync(root, 0o700)
   if (as !== undefined) chownSync(root, as.uid, as.gid)
@@ -95,7 +89,7 @@ export const startReplicatedCluster = async (options: ReplicatedClusterOptions =
       execFile(
         join(pgBin, binary),
         args,
-        { cwd: root, timeout: timeoutMs, encoding: "utf8", env: { ...process.env, LC_ALL: "C", LANG: "C" }, ...(as ?? {}) },
+        { cwd: root, timeout: timeoutMs, encoding: "utf8", env: { ...process.env, LC_ALL: "C", LANG: "C" }, ...(as ? { uid: as.uid, gid: as.gid } : {}) },
         (error, stdout) => {
           if (error) reject(new Error(`${error.message.trim()}\n${stdout.trim()}`.trim()))
           else resolve(stdout)

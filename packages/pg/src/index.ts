@@ -21,7 +21,6 @@ import {
   idLaneOf,
   type RateLimitStore,
   type Records,
-  type StoreReplicas,
   type UnitOfWork
 } from "@syllabus/core"
 import { BACKGROUND_APPLICATION_NAME, DEFAULT_BACKGROUND_CONNECTIONS, pgBackgroundStore } from "./background.js"
@@ -113,7 +112,7 @@ export const pgLayer = (
   url: Redacted.Redacted<string> | string,
   options: PgLayerOptions = {}
 ): Layer.Layer<
-  Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | IdLane | ReadReplicas | StoreReplicas | PgClient.PgClient | SqlClient.SqlClient,
+  Records | UnitOfWork | Idempotency | RateLimitStore | ChangeRelay | BackgroundStore | IdLane | ReadReplicas | PgClient.PgClient | SqlClient.SqlClient,
   Migrator.MigrationError | SqlError
 > => {
   const { changeRelay, timeouts = {}, background = {}, pooler = "session", listenUrl, replicaUrls = [], replicas, ...pool } = options
@@ -165,8 +164,9 @@ export const pgLayer = (
     ConnectionMode,
     pooled ? { mode: "transaction", localDeadlines: localDeadlines(plain, timeouts) } : { mode: "session" }
   )
-  const readReplicas: Layer.Layer<ReadReplicas | StoreReplicas, never, PgPool> = replicaUrls.length === 0
-    ? Layer.succeed(ReadReplicas, undefined) as Layer.Layer<ReadReplicas | StoreReplicas>
+  // With replicas, `StoreReplicas` too (core's optional port: `GET /readyz` reports them).
+  const readReplicas: Layer.Layer<ReadReplicas, never, PgPool> = replicaUrls.length === 0
+    ? Layer.succeed(ReadReplicas, undefined)
     : readReplicasLayer(
     replicaUrls.map((replica) => withDeadlines(typeof replica === "string" ? replica : Redacted.value(replica), timeouts, pooled)),
     { maxConnections: pool.maxConnections, connectTimeoutMs: connectTimeout === undefined ? undefined : Duration.toMillis(connectTimeout), applicationName: pool.applicationName },

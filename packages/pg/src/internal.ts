@@ -318,9 +318,7 @@ export const makePg: Effect.Effect<Pg, never, SqlClient.SqlClient | Scope.Scope>
     return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) => {
       if (Option.isSome(outer)) return onPrimary
       const [text, params] = self.compile()
-      return replicas.read<A>(text, params, Effect.mapError(onPrimary, (unavailable) => new SqlError({ cause: unavailable.cause, message: "Failed to execute statement" }))).pipe(
-        Effect.mapError((cause) => new StoreUnavailable({ cause }))
-      )
+      return replicas.read(text, params, onPrimary)
     })
   }
 

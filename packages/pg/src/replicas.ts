@@ -39,7 +39,7 @@ export interface ReplicaRouter {
    * `text` with `params` on a replica that holds every commit answered before this call, else
    * on the primary (`onPrimary`).
    */
-  readonly read: <A>(text: string, params: ReadonlyArray<unknown>, onPrimary: Effect.Effect<ReadonlyArray<A>, SqlError>) => Effect.Effect<ReadonlyArray<A>, SqlError>
+  readonly read: <A, E>(text: string, params: ReadonlyArray<unknown>, onPrimary: Effect.Effect<ReadonlyArray<A>, E>) => Effect.Effect<ReadonlyArray<A>, E>
   /** Each replica's state, asked now (`GET /readyz`). */
   readonly check: Effect.Effect<ReadonlyArray<ReplicaState>>
 }
@@ -144,13 +144,13 @@ export const makeReplicaRouter = (primary: pg.Pool, replicas: ReadonlyArray<pg.P
     })
 
   return {
-    read: (text, params, onPrimary) =>
+    read: <A, E>(text: string, params: ReadonlyArray<unknown>, onPrimary: Effect.Effect<ReadonlyArray<A>, E>) =>
       Effect.gen(function*() {
         const target = yield* Effect.either(primaryPosition)
         if (target._tag === "Left") return yield* onPrimary
         const replica = yield* replicaAt(target.right)
         if (replica === undefined) return yield* onPrimary
-        const rows = yield* Effect.either(Effect.uninterruptible(query<never>(replica.pool, text, params)))
+        const rows = yield* Effect.either(Effect.uninterruptible(query<A>(replica.pool, text, params)))
         if (rows._tag === "Right") return rows.right
         // The replica failed the read: the primary answers it, and the replica rests.
         replica.state = "failing"
